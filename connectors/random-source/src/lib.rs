@@ -1,0 +1,155 @@
+//! A source of JSON records, like Iggy's `random_source`, built to be checked.
+//!
+//! Every record carries `seq`, taken from the connector's cursor, so `seq` counts
+//! 0, 1, 2, ... with no gap across batches, NACKs, traps and restarts: anyone reading
+//! the log can verify that nothing was lost. The text beside it is pseudo-random but
+//! derived from `seq`, so a batch produced again after a NACK is byte-identical.
+//!
+//! `plugin_config`:
+//!
+//! | key                  | default | meaning                                            |
+//! |----------------------|---------|----------------------------------------------------|
+//! | `messages_per_batch` | 10      | records per batch                                  |
+//! | `payload_size`       | 100     | bytes per record (at least the JSON around `text`) |
+//! | `interval`           | none    | at most one batch per interval, e.g. `"100ms"`     |
+//! | `max_count`          | none    | stop (return nothing) after this many records      |
+
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use ferry_guest::{Batch, Error, Message, Source};
+use serde::{Deserialize, Serialize};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    #[serde(default = "default_messages_per_batch")]
+    messages_per_batch: u64,
+    #[serde(default = "default_payload_size")]
+    payload_size: usize,
+    #[serde(default)]
+    interval: Option<String>,
+    #[serde(default)]
+    max_count: Option<u64>,
+}
+
+fn default_messages_per_batch() -> u64 {
+    10
+}
+
+fn default_payload_size() -> usize {
+    100
+}
+
+/// The cursor: the `seq` of the next record to produce.
+#[derive(Serialize, Deserialize, Default)]
+struct Cursor {
+    next_seq: u64,
+}
+
+struct RandomSource {
+    messages_per_batch: u64,
+    payload_size: usize,
+    interval: Option<Duration>,
+    max_count: Option<u64>,
+    last_batch_at: Option<Instant>,
+}
+
+impl Source for RandomSource {
+    type Config = Config;
+    type Cursor = Cursor;
+
+    fn open(config: Config, cursor: &Cursor) -> Result<Self, Error> {
+        if config.messages_per_batch == 0 {
+            return Err(Error::msg("plugin_config.messages_per_batch must be at least 1"));
+        }
+        let interval = config
+            .interval
+            .as_deref()
+            .map(humantime::parse_duration)
+            .transpose()
+            .map_err(|e| Error::msg(e).context("plugin_config.interval"))?;
+        ferry_guest::info!(
+            "random source: {} records per batch of {} bytes, starting at seq {}",
+            config.messages_per_batch,
+            config.payload_size,
+            cursor.next_seq
+        );
+        Ok(RandomSource {
+            messages_per_batch: config.messages_per_batch,
+            payload_size: config.payload_size,
+            interval,
+            max_count: config.max_count,
+            last_batch_at: None,
+        })
+    }
+
+    fn poll(&mut self, cursor: &Cursor) -> Result<Option<Batch<Cursor>>, Error> {
+        let end = match self.max_count {
+            Some(max) => max.min(cursor.next_seq + self.messages_per_batch),
+            None => cursor.next_seq + self.messages_per_batch,
+        };
+        if end <= cursor.next_seq {
+            return Ok(None);
+        }
+        if let (Some(interval), Some(last)) = (self.interval, self.last_batch_at) {
+            if last.elapsed() < interval {
+                return Ok(None);
+            }
+        }
+        self.last_batch_at = Some(Instant::now());
+        let now = now_micros();
+        let messages = (cursor.next_seq..end)
+            .map(|seq| Message::new(record(seq, self.payload_size)).with_origin_timestamp(now))
+            .collect();
+        Ok(Some(Batch::new(messages, Cursor { next_seq: end })))
+    }
+}
+
+ferry_guest::export_source!(RandomSource);
+
+/// `{"seq":N,"text":"..."}`, padded with text to `size` bytes when it fits.
+fn record(seq: u64, size: usize) -> Vec<u8> {
+    let head = format!("{{\"seq\":{seq},\"text\":\"");
+    let tail = "\"}";
+    let text_len = size.saturating_sub(head.len() + tail.len());
+    let mut out = Vec::with_capacity(head.len() + text_len + tail.len());
+    out.extend_from_slice(head.as_bytes());
+    let mut state = seq.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xD1B5_4A32_D192_ED03;
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    for _ in 0..text_len {
+        state = splitmix64(state);
+        out.push(ALPHABET[(state % ALPHABET.len() as u64) as usize]);
+    }
+    out.extend_from_slice(tail.as_bytes());
+    out
+}
+
+fn splitmix64(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+fn now_micros() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_are_json_of_the_requested_size_and_deterministic() {
+        for size in [0, 10, 23, 100, 1000] {
+            let bytes = record(42, size);
+            let value: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+            assert_eq!(value["seq"], 42);
+            if size >= 23 {
+                assert_eq!(bytes.len(), size);
+            }
+            assert_eq!(bytes, record(42, size));
+        }
+        assert_ne!(record(1, 100), record(2, 100));
+    }
+}

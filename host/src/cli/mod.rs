@@ -1,0 +1,161 @@
+//! Argument parsing and dispatch. Each subcommand is its own file.
+
+mod inspect;
+mod log;
+mod run;
+mod state;
+mod status;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use tracing_subscriber::EnvFilter;
+
+const ABOUT: &str = "A sandboxed WebAssembly connector host for Apache Iggy";
+
+const LONG_ABOUT: &str = "\
+A sandboxed WebAssembly connector host for Apache Iggy.
+
+Each connector is a WebAssembly component, run in a sandbox of its own: a panic or a
+trap loses that instance, never the host, and the connector restarts from its last
+committed cursor. A source's cursor is committed only after its batch was delivered,
+so after any crash records may be delivered twice, but never lost.
+
+Logging: set FERRY_LOG to a tracing filter (default `info`; e.g. `debug`,
+`ferry::guest=warn`). Config values can be overridden from the environment with
+FERRY__<SECTION>__<KEY>=value (see the README).";
+
+#[derive(Parser)]
+#[command(name = "ferry", version, about = ABOUT, long_about = LONG_ABOUT)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run every enabled connector of CONFIG until SIGINT or SIGTERM.
+    ///
+    /// Every component is checked against the contract and every state file for
+    /// corruption before anything starts; any problem is an error naming it. On
+    /// SIGINT/SIGTERM, polling stops, the batch in flight settles (delivered and
+    /// committed, or NACKed) within the grace period, guests are closed, and ferry
+    /// exits 0. A second signal exits at once.
+    Run {
+        /// The configuration file (TOML).
+        config: PathBuf,
+    },
+    /// Check a component against the contract and show what it implements and imports.
+    ///
+    /// Runs the same checks as `ferry run` (decode, contract, compile, link), then
+    /// prints the result. Exits 1 if the component cannot be run as a source.
+    Inspect {
+        /// The component (.wasm).
+        component: PathBuf,
+        /// Also print the component's whole world as WIT.
+        #[arg(long)]
+        wit: bool,
+    },
+    /// Look at or reset committed cursors.
+    State {
+        #[command(subcommand)]
+        command: StateCommand,
+    },
+    /// Read the local log, the embedded delivery target.
+    Log {
+        #[command(subcommand)]
+        command: LogCommand,
+    },
+    /// Show the connectors of the ferry running CONFIG (or of its last run).
+    Status {
+        /// The configuration file (TOML).
+        config: PathBuf,
+        /// Print the status file as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum StateCommand {
+    /// Print committed cursors (all connectors of CONFIG, or one). Works while ferry runs.
+    Show {
+        config: PathBuf,
+        /// Only this connector.
+        key: Option<String>,
+        /// One JSON object per connector.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Forget a connector's committed cursor: it starts from scratch next time.
+    ///
+    /// Refused while a ferry process runs the connector. The old state file is moved
+    /// aside (renamed with a .reset-<time> suffix), not deleted.
+    Reset {
+        config: PathBuf,
+        key: String,
+        /// Really do it.
+        #[arg(long)]
+        yes: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum LogCommand {
+    /// Print records as JSON lines: offset, id, headers, payload, timestamps.
+    ///
+    /// The payload is printed as text when it is UTF-8 (`payload`), else as base64
+    /// (`payload_base64`). Works while ferry runs.
+    Read {
+        config: PathBuf,
+        /// The stream (default: the only one in CONFIG).
+        #[arg(long)]
+        stream: Option<String>,
+        /// The topic (default: the only one in CONFIG).
+        #[arg(long)]
+        topic: Option<String>,
+        /// First offset to print.
+        #[arg(long, default_value_t = 0)]
+        from: u64,
+        /// Print at most this many records.
+        #[arg(long)]
+        limit: Option<u64>,
+    },
+    /// List the topics in the local log and how many records each holds.
+    Topics { config: PathBuf },
+}
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    // `run` is a service and logs its progress; the other commands print their
+    // answer on stdout and only log problems.
+    let default_level = if matches!(cli.command, Command::Run { .. }) { "info" } else { "warn" };
+    let filter = EnvFilter::try_from_env("FERRY_LOG").unwrap_or_else(|_| EnvFilter::new(default_level));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+
+    let result = match cli.command {
+        Command::Run { config } => run::run(&config),
+        Command::Inspect { component, wit } => inspect::inspect(&component, wit),
+        Command::State { command: StateCommand::Show { config, key, json } } => state::show(&config, key.as_deref(), json),
+        Command::State { command: StateCommand::Reset { config, key, yes } } => state::reset(&config, &key, yes),
+        Command::Log { command: LogCommand::Read { config, stream, topic, from, limit } } => {
+            log::read(&config, stream.as_deref(), topic.as_deref(), from, limit)
+        }
+        Command::Log { command: LogCommand::Topics { config } } => log::topics(&config),
+        Command::Status { config, json } => status::status(&config, json),
+    };
+    match result {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Microseconds since the epoch, as an RFC 3339 time.
+fn format_micros(micros: u64) -> String {
+    let time = std::time::UNIX_EPOCH + std::time::Duration::from_micros(micros);
+    humantime::format_rfc3339_millis(time).to_string()
+}

@@ -1,0 +1,90 @@
+//! `ferry state show` and `ferry state reset`.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{Result, bail};
+use ferry::config::Config;
+use ferry::state::{Committed, StateDir};
+use serde_json::json;
+
+use super::format_micros;
+
+pub fn show(path: &Path, only: Option<&str>, as_json: bool) -> Result<ExitCode> {
+    let config = Config::load(path)?;
+    let states = StateDir::new(&config.state.path);
+    let keys: Vec<String> = match only {
+        Some(key) => vec![key.to_string()],
+        None => {
+            let mut keys: Vec<String> = config.sources.iter().map(|s| s.key.clone()).collect();
+            let stored: Vec<String> = states.keys()?.into_iter().filter(|k| !keys.contains(k)).collect();
+            keys.extend(stored);
+            keys
+        }
+    };
+    let mut any_corrupt = false;
+    for key in keys {
+        let result = states.read(&key);
+        any_corrupt |= result.is_err();
+        if as_json {
+            let line = match &result {
+                Ok(None) => json!({ "key": key, "committed": null }),
+                Ok(Some(c)) => json!({
+                    "key": key,
+                    "generation": c.generation,
+                    "committed_at": format_micros(c.committed_at_micros),
+                    "state": String::from_utf8_lossy(&c.state),
+                }),
+                Err(e) => json!({ "key": key, "error": e.to_string() }),
+            };
+            println!("{line}");
+        } else {
+            match &result {
+                Ok(None) => println!("{key}: no committed cursor"),
+                Ok(Some(c)) => println!("{key}: {}", describe(c)),
+                Err(e) => println!("{key}: ERROR: {e}"),
+            }
+        }
+    }
+    Ok(if any_corrupt { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
+
+fn describe(committed: &Committed) -> String {
+    let cursor = match std::str::from_utf8(&committed.state) {
+        Ok(text) => text.to_string(),
+        Err(_) => format!("0x{}", committed.state.iter().map(|b| format!("{b:02x}")).collect::<String>()),
+    };
+    format!(
+        "generation {}, committed {}, cursor {cursor}",
+        committed.generation,
+        format_micros(committed.committed_at_micros)
+    )
+}
+
+pub fn reset(path: &Path, key: &str, yes: bool) -> Result<ExitCode> {
+    let config = Config::load(path)?;
+    let states = StateDir::new(&config.state.path);
+    let current = match states.read(key) {
+        Ok(Some(c)) => describe(&c),
+        Ok(None) => "no committed cursor".to_string(),
+        Err(e) => format!("unreadable: {e}"),
+    };
+    if !yes {
+        println!("{key}: {current}");
+        println!("this would forget it, and `{key}` would start from scratch; run again with --yes to do it");
+        return Ok(ExitCode::FAILURE);
+    }
+    let moved = match states.reset(key) {
+        Ok(moved) => moved,
+        Err(e) => bail!("cannot reset `{key}`: {e}"),
+    };
+    if moved.is_empty() {
+        println!("{key}: had no state; nothing to do");
+    } else {
+        println!("{key}: reset (was: {current})");
+        for file in moved {
+            println!("  old state kept as {}", file.display());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,48 @@
+//! `ferry status CONFIG`: the status file the running (or last) ferry wrote.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{Result, anyhow};
+use ferry::config::Config;
+use ferry::status::{read_status_file, status_file_path};
+
+use super::format_micros;
+
+pub fn status(path: &Path, as_json: bool) -> Result<ExitCode> {
+    let config = Config::load(path)?;
+    let file = status_file_path(&config.state.path);
+    if !file.exists() {
+        println!("no status yet: ferry has not run with {} ({} does not exist)", path.display(), file.display());
+        return Ok(ExitCode::FAILURE);
+    }
+    let status = read_status_file(&file).map_err(|e| anyhow!(e))?;
+    if as_json {
+        println!("{}", serde_json::to_string_pretty(&status)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let alive = Path::new(&format!("/proc/{}", status.pid)).exists();
+    let state = match (status.stopped, alive) {
+        (true, _) => "stopped cleanly",
+        (false, true) => "running",
+        (false, false) => "not running (it did not stop cleanly)",
+    };
+    println!("ferry pid {}: {state}; started {}, status as of {}", status.pid, format_micros(status.started_at_micros), format_micros(status.updated_at_micros));
+    println!("{:<20} {:<9} {:>9} {:>8} {:>12} {:>6} {:>6} {:>10}  last error", "KEY", "PHASE", "INSTANCES", "BATCHES", "MESSAGES", "NACKS", "TRAPS", "GENERATION");
+    for c in &status.connectors {
+        let phase = serde_json::to_value(c.phase)?.as_str().unwrap_or("?").to_string();
+        println!(
+            "{:<20} {:<9} {:>9} {:>8} {:>12} {:>6} {:>6} {:>10}  {}",
+            c.key,
+            phase,
+            c.instances,
+            c.batches_acked,
+            c.messages_delivered,
+            c.nacks,
+            c.traps,
+            c.committed_generation.map(|g| g.to_string()).unwrap_or_else(|| "-".into()),
+            c.last_error.as_deref().unwrap_or("")
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,273 @@
+//! The configuration file: one TOML document describing the host and its connectors.
+//!
+//! Names follow Iggy's connectors runtime where the concept is the same (`key`,
+//! `enabled`, `path`, `[[streams]]` with `stream`/`topic`, `plugin_config`), so its
+//! users feel at home. Every table rejects unknown keys: a typo must be an error that
+//! names the file and the key, not a setting silently ignored. Relative paths are
+//! resolved against the directory of the file, not the working directory, so the
+//! same file works wherever `ferry` is started from.
+//!
+//! ```toml
+//! [state]
+//! path = "data/state"            # committed cursors, one file per connector
+//!
+//! [local_log]
+//! path = "data/log"              # the embedded delivery target
+//!
+//! [[sources]]
+//! key = "random"
+//! path = "random_source.wasm"
+//! poll_interval = "100ms"
+//!
+//! [[sources.streams]]
+//! stream = "demo"
+//! topic = "random"
+//!
+//! [sources.plugin_config]        # handed to the guest as JSON
+//! messages_per_batch = 10
+//! ```
+
+mod duration;
+mod env;
+mod validate;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+pub use env::ENV_PREFIX;
+
+/// A problem with the configuration, naming the file and what is wrong in it.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {problem}", file.display())]
+pub struct ConfigError {
+    pub file: PathBuf,
+    pub problem: String,
+}
+
+/// The whole configuration.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default)]
+    pub runtime: RuntimeConfig,
+    #[serde(default)]
+    pub state: StateConfig,
+    #[serde(default)]
+    pub local_log: LocalLogConfig,
+    #[serde(default)]
+    pub sources: Vec<SourceConfig>,
+    /// The file this came from.
+    #[serde(skip)]
+    pub file: PathBuf,
+}
+
+/// `[runtime]`: how the host as a whole behaves.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RuntimeConfig {
+    /// How long a graceful shutdown waits for outstanding batches to settle.
+    #[serde(with = "duration")]
+    pub shutdown_grace_period: Duration,
+    /// How often each busy connector logs a progress line.
+    #[serde(with = "duration")]
+    pub progress_interval: Duration,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        RuntimeConfig {
+            shutdown_grace_period: Duration::from_secs(10),
+            progress_interval: Duration::from_secs(10),
+        }
+    }
+}
+
+/// `[state]`: where committed cursors live.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StateConfig {
+    pub path: PathBuf,
+}
+
+impl Default for StateConfig {
+    fn default() -> Self {
+        StateConfig { path: PathBuf::from("state") }
+    }
+}
+
+/// `[local_log]`: the embedded target used when no other target is configured.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LocalLogConfig {
+    pub path: PathBuf,
+}
+
+impl Default for LocalLogConfig {
+    fn default() -> Self {
+        LocalLogConfig { path: PathBuf::from("log") }
+    }
+}
+
+/// `[[sources]]`: one source connector.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SourceConfig {
+    /// Unique name of the connector; names its state and its log lines.
+    pub key: String,
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// A display name for status output.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// The component (`.wasm`) implementing the source world.
+    pub path: PathBuf,
+    /// Where its batches go. Every batch goes to every entry.
+    #[serde(default)]
+    pub streams: Vec<StreamConfig>,
+    /// Settings for the guest, handed to its `open` as JSON.
+    #[serde(default)]
+    pub plugin_config: Option<toml::Table>,
+    /// How long to wait before polling again after the guest had nothing.
+    #[serde(default = "default_poll_interval", with = "duration")]
+    pub poll_interval: Duration,
+    /// How long one delivery may take before it counts as failed (NACK `timed-out`).
+    #[serde(default = "default_delivery_timeout", with = "duration")]
+    pub delivery_timeout: Duration,
+    /// After this many NACKs or guest errors in a row the connector is marked failed
+    /// and restarted from its committed state.
+    #[serde(default = "default_max_consecutive_nacks")]
+    pub max_consecutive_nacks: u32,
+    /// The pause after a NACK before polling again.
+    #[serde(default = "default_nack_backoff")]
+    pub nack_backoff: BackoffConfig,
+    /// The pause before restarting a failed or trapped instance.
+    #[serde(default = "default_restart_backoff")]
+    pub restart_backoff: BackoffConfig,
+}
+
+/// A capped exponential backoff: `initial`, doubling up to `max`.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct BackoffConfig {
+    #[serde(with = "duration")]
+    pub initial: Duration,
+    #[serde(with = "duration")]
+    pub max: Duration,
+}
+
+/// `[[sources.streams]]`: a stream and topic a source delivers to.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq, Hash)]
+#[serde(deny_unknown_fields)]
+pub struct StreamConfig {
+    pub stream: String,
+    pub topic: String,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn default_poll_interval() -> Duration {
+    Duration::from_millis(100)
+}
+
+fn default_delivery_timeout() -> Duration {
+    Duration::from_secs(5)
+}
+
+fn default_max_consecutive_nacks() -> u32 {
+    5
+}
+
+fn default_nack_backoff() -> BackoffConfig {
+    BackoffConfig { initial: Duration::from_millis(100), max: Duration::from_secs(10) }
+}
+
+fn default_restart_backoff() -> BackoffConfig {
+    BackoffConfig { initial: Duration::from_millis(500), max: Duration::from_secs(30) }
+}
+
+impl Config {
+    /// Read, override from the environment, and validate the file at `path`.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        Self::load_with_env(path, std::env::vars())
+    }
+
+    /// [`Config::load`] with the environment given explicitly (for tests).
+    pub fn load_with_env(
+        path: &Path,
+        vars: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Config, ConfigError> {
+        let error = |problem: String| ConfigError { file: path.to_path_buf(), problem };
+        let text = std::fs::read_to_string(path).map_err(|e| error(format!("cannot read the file: {e}")))?;
+        Self::parse(path, &text, vars)
+    }
+
+    /// Parse `text` as if read from `path`.
+    pub fn parse(
+        path: &Path,
+        text: &str,
+        vars: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Config, ConfigError> {
+        let error = |problem: String| ConfigError { file: path.to_path_buf(), problem };
+        // First the file alone, so that its mistakes are reported with line and column.
+        let mut config: Config = toml::from_str(text).map_err(|e| error(e.to_string().trim_end().to_string()))?;
+        let overrides = env::overrides(vars);
+        if !overrides.is_empty() {
+            let mut document: toml::Table = toml::from_str(text).map_err(|e| error(e.to_string()))?;
+            for o in &overrides {
+                o.apply(&mut document).map_err(error)?;
+            }
+            config = Config::deserialize(toml::Value::Table(document)).map_err(|e| {
+                let names: Vec<_> = overrides.iter().map(|o| o.variable.as_str()).collect();
+                error(format!("after applying {}: {}", names.join(", "), e.to_string().trim_end()))
+            })?;
+        }
+        config.file = path.to_path_buf();
+        config.resolve_paths();
+        validate::validate(&config).map_err(error)?;
+        Ok(config)
+    }
+
+    /// The directory relative paths in the file are resolved against.
+    pub fn base_dir(&self) -> PathBuf {
+        match self.file.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+            _ => PathBuf::from("."),
+        }
+    }
+
+    fn resolve_paths(&mut self) {
+        let base = self.base_dir();
+        let resolve = |path: &mut PathBuf| {
+            if path.is_relative() {
+                *path = base.join(&*path);
+            }
+        };
+        resolve(&mut self.state.path);
+        resolve(&mut self.local_log.path);
+        for source in &mut self.sources {
+            resolve(&mut source.path);
+        }
+    }
+
+    /// The source with this key.
+    pub fn source(&self, key: &str) -> Option<&SourceConfig> {
+        self.sources.iter().find(|s| s.key == key)
+    }
+}
+
+impl SourceConfig {
+    /// The guest's `plugin_config` as the JSON document its `open` receives.
+    pub fn plugin_config_json(&self) -> String {
+        match &self.plugin_config {
+            Some(table) => serde_json::to_string(table).expect("a TOML table is valid JSON"),
+            None => "{}".to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,168 @@
+//! The host: the connectors of a config, each wired to its component, target and
+//! state, run side by side until shutdown.
+//!
+//! Everything that can be checked before running is checked in [`Host::from_config`]
+//! (every component against the contract, every state file for corruption, every
+//! lock), so that bad input stops `ferry run` at once with an error naming it, and a
+//! host that starts has connectors that can run. What goes wrong later (a trap, a
+//! failing target) is one connector's problem, handled by its supervisor.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tracing::Instrument;
+
+use crate::config::{Config, ConfigError};
+use crate::runtime::{LoadError, Runtime, SourceComponent};
+use crate::shutdown::{self, Shutdown};
+use crate::source::{SourceConnector, SourceSettings, supervise};
+use crate::state::{StateDir, StateError};
+use crate::status::{self, StatusBoard};
+use crate::target::{LocalLog, Target};
+
+/// What stops a host from starting.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("connector `{key}`: {source}")]
+    Component { key: String, source: LoadError },
+    #[error("connector `{key}`: {source}")]
+    State { key: String, source: StateError },
+    #[error("cannot start the WebAssembly runtime: {0:#}")]
+    Runtime(anyhow::Error),
+}
+
+/// How a run ended.
+#[derive(Debug, Default)]
+pub struct RunReport {
+    /// Connectors that had not settled when the grace period ran out; their last
+    /// batch was not committed and will be produced again on the next start.
+    pub unsettled: Vec<String>,
+}
+
+pub struct Host {
+    runtime: Arc<Runtime>,
+    connectors: Vec<(SourceConnector, Option<String>)>,
+    status: Arc<StatusBoard>,
+    grace_period: Duration,
+    progress_interval: Duration,
+    status_file: Option<PathBuf>,
+}
+
+impl Host {
+    /// An empty host on `runtime`; add connectors with [`Host::add_source`].
+    pub fn new(runtime: Arc<Runtime>) -> Host {
+        Host {
+            runtime,
+            connectors: Vec::new(),
+            status: StatusBoard::new(),
+            grace_period: Duration::from_secs(10),
+            progress_interval: Duration::from_secs(10),
+            status_file: None,
+        }
+    }
+
+    /// The host `config` describes, every part of it checked.
+    pub fn from_config(config: &Config) -> Result<Host, SetupError> {
+        let runtime = Arc::new(Runtime::new().map_err(SetupError::Runtime)?);
+        let mut host = Host::new(runtime.clone());
+        host.grace_period = config.runtime.shutdown_grace_period;
+        host.progress_interval = config.runtime.progress_interval;
+        host.status_file = Some(status::status_file_path(&config.state.path));
+
+        let local_log: Arc<dyn Target> = Arc::new(LocalLog::new(&config.local_log.path));
+        let states = StateDir::new(&config.state.path);
+        let mut components: HashMap<PathBuf, Arc<SourceComponent>> = HashMap::new();
+        for source in config.sources.iter().filter(|s| s.enabled) {
+            let component = match components.get(&source.path) {
+                Some(component) => component.clone(),
+                None => {
+                    tracing::info!(key = %source.key, path = %source.path.display(), "compiling component");
+                    let component = runtime
+                        .load_source(&source.path)
+                        .map_err(|e| SetupError::Component { key: source.key.clone(), source: e })?;
+                    components.insert(source.path.clone(), component.clone());
+                    component
+                }
+            };
+            let cursor = states.open(&source.key).map_err(|e| SetupError::State { key: source.key.clone(), source: e })?;
+            let connector = SourceConnector {
+                key: source.key.as_str().into(),
+                component,
+                plugin_config: source.plugin_config_json(),
+                streams: source.streams.clone().into(),
+                settings: SourceSettings::from_config(source),
+                target: local_log.clone(),
+                cursor: Arc::new(cursor),
+            };
+            host.add_source(connector, source.name.clone());
+        }
+        Ok(host)
+    }
+
+    pub fn add_source(&mut self, connector: SourceConnector, name: Option<String>) {
+        self.connectors.push((connector, name));
+    }
+
+    pub fn set_grace_period(&mut self, grace_period: Duration) {
+        self.grace_period = grace_period;
+    }
+
+    /// The status board (subscribe to it for events).
+    pub fn status(&self) -> Arc<StatusBoard> {
+        self.status.clone()
+    }
+
+    pub fn connector_count(&self) -> usize {
+        self.connectors.len()
+    }
+
+    /// Run every connector until `shutdown`, then give them the grace period to settle.
+    pub async fn run(self, mut shutdown: Shutdown) -> RunReport {
+        let (stop_helpers, helpers_shutdown) = shutdown::channel();
+        let mut helpers = Vec::new();
+        if let Some(path) = &self.status_file {
+            helpers.push(tokio::spawn(status::keep_written(self.status.clone(), path.clone(), helpers_shutdown.clone())));
+        }
+        helpers.push(tokio::spawn(status::log_progress(self.status.clone(), self.progress_interval, helpers_shutdown)));
+
+        let mut tasks = Vec::new();
+        for (connector, name) in self.connectors {
+            let key = connector.key.clone();
+            let span = tracing::info_span!("connector", key = %key);
+            let reporter = self.status.reporter(&key, name);
+            let task = supervise(self.runtime.clone(), connector, reporter, shutdown.clone()).instrument(span);
+            tasks.push((key, tokio::spawn(task)));
+        }
+        tracing::info!("{} connector(s) running", tasks.len());
+
+        shutdown.requested().await;
+        tracing::info!(grace_period = ?self.grace_period, "shutting down: letting outstanding batches settle");
+        let deadline = tokio::time::Instant::now() + self.grace_period;
+        let mut report = RunReport::default();
+        for (key, mut task) in tasks {
+            match tokio::time::timeout_at(deadline, &mut task).await {
+                Ok(Ok(())) => {}
+                Ok(Err(panic)) => tracing::error!(key = %key, "connector task failed: {panic}"),
+                Err(_) => {
+                    task.abort();
+                    tracing::warn!(key = %key, "did not settle within the grace period; its last batch will be produced again");
+                    report.unsettled.push(key.to_string());
+                }
+            }
+        }
+        stop_helpers.trigger();
+        for helper in helpers {
+            let _ = helper.await;
+        }
+        if let Some(path) = &self.status_file {
+            if let Err(e) = status::write_final(&self.status, path) {
+                tracing::warn!("cannot write the status file: {e}");
+            }
+        }
+        report
+    }
+}

@@ -1,0 +1,33 @@
+//! # Ferry: a sandboxed WebAssembly connector host for Apache Iggy
+//!
+//! Connectors are WebAssembly components implementing the contract in `wit/`. Ferry
+//! loads each one, checks it against the contract, runs it in a sandbox of its own,
+//! delivers the batches a source produces, and commits the source's cursor only after
+//! the delivery succeeded. A guest that panics, traps or misbehaves loses its
+//! instance, never the host, and restarts from its last committed cursor.
+//!
+//! The layers, each in its own module:
+//!
+//! * [`config`]: the TOML file and its validation;
+//! * [`contract`] and [`runtime`]: the WIT contract, the wasmtime engine, loading and
+//!   instantiating components; [`grants`]: what a guest may reach (deny by default);
+//! * [`source`]: the source loop (poll, deliver, commit, ack / nack, back off) and the
+//!   supervisor that restarts it;
+//! * [`target`]: where batches are delivered (the local log, for now);
+//! * [`state`]: the committed cursors;
+//! * [`status`], [`shutdown`]: what operators see and how the host stops;
+//! * [`host`]: all of the above wired together for `ferry run`.
+
+pub mod backoff;
+pub mod batch;
+pub mod config;
+pub mod contract;
+pub mod grants;
+pub mod host;
+pub mod runtime;
+pub mod shutdown;
+pub mod source;
+pub mod sqlite;
+pub mod state;
+pub mod status;
+pub mod target;

@@ -1,0 +1,56 @@
+//! Source connectors: the loop that moves their batches, and the supervisor that
+//! keeps the loop running.
+//!
+//! * [`source_loop`]: one instance, batch after batch: poll, deliver, commit,
+//!   ack / nack, back off. The heart of Ferry.
+//! * [`supervisor`]: one connector, instance after instance: load the committed
+//!   cursor, instantiate, open, run the loop, and restart after a trap or too many
+//!   NACKs.
+
+mod source_loop;
+mod supervisor;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::config::{BackoffConfig, SourceConfig, StreamConfig};
+use crate::runtime::SourceComponent;
+use crate::state::CursorStore;
+use crate::target::Target;
+
+pub use supervisor::supervise;
+
+/// Everything needed to run one source connector.
+#[derive(Clone)]
+pub struct SourceConnector {
+    pub key: Arc<str>,
+    pub component: Arc<SourceComponent>,
+    /// The guest's `plugin_config`, as the JSON its `open` receives.
+    pub plugin_config: String,
+    pub streams: Arc<[StreamConfig]>,
+    pub settings: SourceSettings,
+    pub target: Arc<dyn Target>,
+    pub cursor: Arc<dyn CursorStore>,
+}
+
+/// The knobs of the loop and the supervisor.
+#[derive(Debug, Clone, Copy)]
+pub struct SourceSettings {
+    pub poll_interval: Duration,
+    pub delivery_timeout: Duration,
+    pub max_consecutive_nacks: u32,
+    pub nack_backoff: BackoffConfig,
+    pub restart_backoff: BackoffConfig,
+}
+
+impl SourceSettings {
+    pub fn from_config(config: &SourceConfig) -> Self {
+        SourceSettings {
+            poll_interval: config.poll_interval,
+            delivery_timeout: config.delivery_timeout,
+            max_consecutive_nacks: config.max_consecutive_nacks,
+            nack_backoff: config.nack_backoff,
+            restart_backoff: config.restart_backoff,
+        }
+    }
+}

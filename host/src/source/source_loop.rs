@@ -1,0 +1,147 @@
+//! The source loop: one guest instance, batch after batch.
+//!
+//! ```text
+//!   poll ──none──▶ wait poll_interval ─────────────────────────────┐
+//!    │                                                              │
+//!  batch ─▶ deliver ─ok─▶ commit staged cursor ─ok─▶ ACK ───────────┤
+//!               │                   │                               │
+//!             fail/timeout        fail                              │
+//!               └─────────▶ NACK ◀──┘ ─▶ back off ──────────────────┘
+//! ```
+//!
+//! The rules it keeps: the cursor is committed only after the delivery succeeded;
+//! ACK only after both; a NACK leaves the committed cursor where it was; `poll` is
+//! never called while a batch is outstanding (the next poll comes only after
+//! `on-batch-result`). Shutdown is looked at only between batches, so a batch in
+//! flight always settles.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::SourceConnector;
+use crate::backoff::Backoff;
+use crate::batch::{self, Batch, BatchResult, Nack, NackReason};
+use crate::runtime::{CallError, SourceInstance};
+use crate::shutdown::Shutdown;
+use crate::status::Reporter;
+use crate::target::Delivery;
+
+/// Why the loop ended.
+pub(super) enum Exit {
+    /// Shutdown was requested; the instance is intact and should be closed.
+    Shutdown,
+    /// Too many NACKs or guest errors in a row.
+    Failed { reason: String },
+    /// The guest trapped; the instance must be dropped.
+    Trapped(CallError),
+}
+
+pub(super) struct SourceLoop<'a> {
+    pub connector: &'a SourceConnector,
+    pub instance: &'a mut SourceInstance,
+    pub status: &'a Reporter,
+    pub shutdown: Shutdown,
+    /// Batches acknowledged by this instance: a restart after progress starts its
+    /// backoff afresh.
+    pub acked: u64,
+}
+
+impl SourceLoop<'_> {
+    pub async fn run(&mut self) -> Exit {
+        let settings = self.connector.settings;
+        let mut backoff = Backoff::new(settings.nack_backoff);
+        let mut failures_in_a_row = 0;
+
+        while !self.shutdown.is_requested() {
+            // 1. Poll.
+            let batch = match self.instance.poll().await {
+                Ok(Some(batch)) => batch,
+                Ok(None) => {
+                    self.status.idle();
+                    self.pause(settings.poll_interval).await;
+                    continue;
+                }
+                Err(CallError::Failed { message, .. }) => {
+                    self.status.guest_error(&message);
+                    failures_in_a_row += 1;
+                    if failures_in_a_row >= settings.max_consecutive_nacks {
+                        return Exit::Failed { reason: format!("{failures_in_a_row} failures in a row, the last: {message}") };
+                    }
+                    self.pause(backoff.next_delay()).await;
+                    continue;
+                }
+                Err(trap) => return Exit::Trapped(trap),
+            };
+            let id = batch.id;
+
+            // 2 and 3. Deliver, then commit.
+            let result = self.settle(batch).await;
+
+            // 4. Tell the guest.
+            if let Err(trap) = self.instance.on_batch_result(id, &result).await {
+                return Exit::Trapped(trap);
+            }
+            match result {
+                BatchResult::Ack => {
+                    self.acked += 1;
+                    failures_in_a_row = 0;
+                    backoff.reset();
+                }
+                BatchResult::Nack(nack) => {
+                    failures_in_a_row += 1;
+                    if failures_in_a_row >= settings.max_consecutive_nacks {
+                        return Exit::Failed {
+                            reason: format!("{failures_in_a_row} NACKs in a row, the last: {}: {}", nack.reason.as_str(), nack.detail),
+                        };
+                    }
+                    // 5. Back off before producing the batch again.
+                    self.pause(backoff.next_delay()).await;
+                }
+            }
+        }
+        Exit::Shutdown
+    }
+
+    /// Deliver the batch and commit its cursor; the verdict for `on-batch-result`.
+    async fn settle(&mut self, batch: Batch) -> BatchResult {
+        let Batch { id, messages, staged_state } = batch;
+        let nack = |reason: NackReason, detail: String| {
+            self.status.nacked(id, reason, &detail);
+            BatchResult::Nack(Nack { reason, detail })
+        };
+        if let Err(rule) = batch::check(&messages) {
+            return nack(NackReason::Rejected, rule);
+        }
+        let (count, bytes) = (messages.len(), messages.iter().map(|m| m.payload.len()).sum());
+        let delivery = Delivery {
+            connector: self.connector.key.clone(),
+            streams: self.connector.streams.clone(),
+            messages: Arc::new(messages),
+        };
+        let timeout = self.connector.settings.delivery_timeout;
+        match tokio::time::timeout(timeout, self.connector.target.deliver(&delivery)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => return nack(NackReason::DeliveryFailed, error.to_string()),
+            Err(_) => return nack(NackReason::TimedOut, format!("delivery took longer than {timeout:?}")),
+        }
+        let generation = match staged_state {
+            None => None,
+            Some(state) => match self.connector.cursor.commit(state).await {
+                Ok(committed) => Some(committed.generation),
+                Err(error) => {
+                    return nack(NackReason::StateSaveFailed, format!("delivered, but the cursor was not saved: {error}"));
+                }
+            },
+        };
+        self.status.acked(id, count, bytes, generation);
+        BatchResult::Ack
+    }
+
+    /// Wait, or stop waiting when shutdown is requested.
+    async fn pause(&mut self, duration: Duration) {
+        tokio::select! {
+            _ = tokio::time::sleep(duration) => {}
+            _ = self.shutdown.requested() => {}
+        }
+    }
+}

@@ -1,0 +1,61 @@
+//! Committed cursors: where each source is, saved only after its batch was delivered.
+//!
+//! The source loop sees a connector's store through [`CursorStore`]; the one `ferry`
+//! uses is [`StateDir`], a directory with one database file per connector. One file
+//! per connector means one corrupt file stops one connector, and a tenant's state
+//! can live apart from another's.
+
+mod file;
+
+use async_trait::async_trait;
+
+pub use file::{ConnectorStateFile, StateDir};
+
+/// A committed cursor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Committed {
+    /// The bytes the guest staged, exactly.
+    pub state: Vec<u8>,
+    /// How many commits this connector has made (1 for the first).
+    pub generation: u64,
+    /// When, in microseconds since the Unix epoch.
+    pub committed_at_micros: u64,
+}
+
+/// Why a cursor could not be loaded or saved.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum StateError {
+    /// The state exists but cannot be trusted. Nothing was changed; an operator
+    /// decides (`ferry state show`, `ferry state reset`).
+    #[error("{path}: corrupt state: {detail}")]
+    Corrupt { path: String, detail: String },
+    /// Another process (a running `ferry`) holds this connector's state.
+    #[error("the state of connector `{key}` is in use by {holder} ({path}); is that ferry still running?")]
+    Locked { key: String, path: String, holder: String },
+    /// Reading or writing failed.
+    #[error("{0}")]
+    Io(String),
+}
+
+impl From<crate::sqlite::StoreError> for StateError {
+    fn from(error: crate::sqlite::StoreError) -> Self {
+        match error {
+            crate::sqlite::StoreError::Corrupt { path, detail } => {
+                StateError::Corrupt { path: path.display().to_string(), detail }
+            }
+            other => StateError::Io(other.to_string()),
+        }
+    }
+}
+
+/// The committed cursor of one connector.
+#[async_trait]
+pub trait CursorStore: Send + Sync {
+    /// The last committed cursor, or `None` if the connector never committed one.
+    async fn load(&self) -> Result<Option<Committed>, StateError>;
+
+    /// Durably replace the committed cursor with `state`. When this returns `Ok`, a
+    /// crash at any later instant still finds `state`; when it returns `Err`, the
+    /// previous cursor is still the committed one.
+    async fn commit(&self, state: Vec<u8>) -> Result<Committed, StateError>;
+}

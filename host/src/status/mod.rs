@@ -1,0 +1,262 @@
+//! What operators see: each connector's phase and counters, the log lines that go
+//! with every change, and a stream of events (tests and the status file follow it).
+//!
+//! The source loop and supervisor report through a [`Reporter`]; they never format
+//! a log line themselves, so the loop reads as the contract and nothing else.
+
+mod file;
+mod progress;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::{Notify, broadcast};
+
+use crate::batch::NackReason;
+
+pub use file::{StatusFile, keep_written, read_status_file, status_file_path, write_final};
+pub use progress::log_progress;
+
+/// Where a connector is in its life.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Phase {
+    /// Being instantiated and opened.
+    #[default]
+    Starting,
+    /// Delivering batches.
+    Running,
+    /// Polled, nothing to deliver; polling again at its interval.
+    Idle,
+    /// Marked failed (traps, or too many NACKs); will restart after a backoff.
+    Failed,
+    /// Will not be restarted (its state is corrupt, say); needs an operator.
+    Refused,
+    /// Stopped by a graceful shutdown.
+    Stopped,
+}
+
+/// One connector's status.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ConnectorStatus {
+    pub key: String,
+    pub name: Option<String>,
+    pub phase: Phase,
+    /// Instances started so far (1 for the first start).
+    pub instances: u64,
+    pub batches_acked: u64,
+    pub messages_delivered: u64,
+    pub bytes_delivered: u64,
+    pub nacks: u64,
+    pub consecutive_nacks: u32,
+    pub traps: u64,
+    pub guest_errors: u64,
+    pub committed_generation: Option<u64>,
+    pub last_error: Option<String>,
+}
+
+/// Something that happened to a connector.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    Started { key: Arc<str>, instance: u64 },
+    Acked { key: Arc<str>, batch: u64, messages: usize, generation: Option<u64> },
+    Nacked { key: Arc<str>, batch: u64, reason: NackReason, detail: String },
+    GuestError { key: Arc<str>, message: String },
+    Trapped { key: Arc<str>, message: String },
+    Failed { key: Arc<str>, reason: String },
+    Refused { key: Arc<str>, reason: String },
+    Idle { key: Arc<str> },
+    Stopped { key: Arc<str> },
+}
+
+impl Event {
+    pub fn key(&self) -> &str {
+        match self {
+            Event::Started { key, .. }
+            | Event::Acked { key, .. }
+            | Event::Nacked { key, .. }
+            | Event::GuestError { key, .. }
+            | Event::Trapped { key, .. }
+            | Event::Failed { key, .. }
+            | Event::Refused { key, .. }
+            | Event::Idle { key }
+            | Event::Stopped { key } => key,
+        }
+    }
+}
+
+/// Every connector's status, and the event stream.
+pub struct StatusBoard {
+    connectors: Mutex<BTreeMap<String, ConnectorStatus>>,
+    events: broadcast::Sender<Event>,
+    changed: Notify,
+    started_at_micros: u64,
+}
+
+impl StatusBoard {
+    pub fn new() -> Arc<StatusBoard> {
+        Arc::new(StatusBoard {
+            connectors: Mutex::new(BTreeMap::new()),
+            events: broadcast::channel(4096).0,
+            changed: Notify::new(),
+            started_at_micros: now_micros(),
+        })
+    }
+
+    /// The reporter of connector `key`, which appears on the board from now on.
+    pub fn reporter(self: &Arc<Self>, key: &str, name: Option<String>) -> Reporter {
+        let status = ConnectorStatus { key: key.to_string(), name, ..Default::default() };
+        self.lock().insert(key.to_string(), status);
+        Reporter { key: key.into(), board: self.clone() }
+    }
+
+    /// The status of every connector, by key.
+    pub fn snapshot(&self) -> Vec<ConnectorStatus> {
+        self.lock().values().cloned().collect()
+    }
+
+    /// The status of one connector.
+    pub fn get(&self, key: &str) -> Option<ConnectorStatus> {
+        self.lock().get(key).cloned()
+    }
+
+    /// Events from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.events.subscribe()
+    }
+
+    pub(crate) async fn changed(&self) {
+        self.changed.notified().await
+    }
+
+    pub fn started_at_micros(&self) -> u64 {
+        self.started_at_micros
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, ConnectorStatus>> {
+        self.connectors.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Reports one connector's changes: updates its status, logs the line operators
+/// need, and publishes the event.
+#[derive(Clone)]
+pub struct Reporter {
+    key: Arc<str>,
+    board: Arc<StatusBoard>,
+}
+
+impl Reporter {
+    pub fn key(&self) -> &Arc<str> {
+        &self.key
+    }
+
+    fn update(&self, event: Event, change: impl FnOnce(&mut ConnectorStatus)) {
+        if let Some(status) = self.board.lock().get_mut(&*self.key) {
+            change(status);
+        }
+        self.board.changed.notify_one();
+        // Nobody listening is fine.
+        let _ = self.board.events.send(event);
+    }
+
+    fn phase(&self) -> Phase {
+        self.board.lock().get(&*self.key).map(|s| s.phase).unwrap_or_default()
+    }
+
+    pub fn starting(&self, instance: u64, committed: Option<u64>) {
+        match committed {
+            Some(generation) => tracing::info!(instance, generation, "starting from committed cursor"),
+            None => tracing::info!(instance, "starting with no committed cursor (first run)"),
+        }
+        self.update(Event::Started { key: self.key.clone(), instance }, |s| {
+            s.phase = Phase::Starting;
+            s.instances = instance;
+            s.committed_generation = committed;
+        });
+    }
+
+    pub fn running(&self) {
+        tracing::info!("running");
+        self.board.lock().get_mut(&*self.key).map(|s| s.phase = Phase::Running);
+        self.board.changed.notify_one();
+    }
+
+    pub fn acked(&self, batch: u64, messages: usize, bytes: usize, generation: Option<u64>) {
+        tracing::debug!(batch, messages, bytes, generation, "batch delivered, cursor committed, ACK");
+        let event = Event::Acked { key: self.key.clone(), batch, messages, generation };
+        self.update(event, |s| {
+            s.phase = Phase::Running;
+            s.batches_acked += 1;
+            s.messages_delivered += messages as u64;
+            s.bytes_delivered += bytes as u64;
+            s.consecutive_nacks = 0;
+            if generation.is_some() {
+                s.committed_generation = generation;
+            }
+        });
+    }
+
+    pub fn nacked(&self, batch: u64, reason: NackReason, detail: &str) {
+        tracing::warn!(batch, reason = reason.as_str(), "NACK: {detail}; committed cursor unchanged");
+        let event = Event::Nacked { key: self.key.clone(), batch, reason, detail: detail.to_string() };
+        self.update(event, |s| {
+            s.nacks += 1;
+            s.consecutive_nacks += 1;
+            s.last_error = Some(format!("{}: {detail}", reason.as_str()));
+        });
+    }
+
+    pub fn guest_error(&self, message: &str) {
+        tracing::warn!("guest error: {message}");
+        self.update(Event::GuestError { key: self.key.clone(), message: message.to_string() }, |s| {
+            s.guest_errors += 1;
+            s.consecutive_nacks += 1;
+            s.last_error = Some(message.to_string());
+        });
+    }
+
+    pub fn trapped(&self, message: &str) {
+        tracing::error!("{message}; dropping the instance");
+        self.update(Event::Trapped { key: self.key.clone(), message: message.to_string() }, |s| {
+            s.traps += 1;
+            s.last_error = Some(message.to_string());
+        });
+    }
+
+    pub fn failed(&self, reason: &str, restart_in: std::time::Duration) {
+        tracing::error!("connector failed: {reason}; restarting from its committed cursor in {restart_in:?}");
+        self.update(Event::Failed { key: self.key.clone(), reason: reason.to_string() }, |s| {
+            s.phase = Phase::Failed;
+            s.last_error = Some(reason.to_string());
+        });
+    }
+
+    pub fn refused(&self, reason: &str) {
+        tracing::error!("connector will not run: {reason}");
+        self.update(Event::Refused { key: self.key.clone(), reason: reason.to_string() }, |s| {
+            s.phase = Phase::Refused;
+            s.last_error = Some(reason.to_string());
+        });
+    }
+
+    /// The guest had nothing to deliver. Logged and published once per idle spell.
+    pub fn idle(&self) {
+        if self.phase() == Phase::Idle {
+            return;
+        }
+        tracing::info!("idle: nothing to deliver, polling at the poll interval");
+        self.update(Event::Idle { key: self.key.clone() }, |s| s.phase = Phase::Idle);
+    }
+
+    pub fn stopped(&self) {
+        tracing::info!("stopped");
+        self.update(Event::Stopped { key: self.key.clone() }, |s| s.phase = Phase::Stopped);
+    }
+}
+
+pub(crate) fn now_micros() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)
+}

@@ -1,0 +1,42 @@
+//! Where batches go. A target takes a whole batch and says, once, whether all of it
+//! was durably accepted: the source loop commits the cursor only on `Ok`.
+//!
+//! [`LocalLog`] is the embedded default (no server needed); [`NullTarget`] accepts
+//! everything and keeps nothing, for benchmarks.
+
+mod local_log;
+mod null;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use crate::batch::Message;
+use crate::config::StreamConfig;
+
+pub use local_log::{LocalLog, Record};
+pub use null::NullTarget;
+
+/// One batch on its way to a target. Cheap to clone: everything is shared.
+#[derive(Debug, Clone)]
+pub struct Delivery {
+    /// The connector that produced it.
+    pub connector: Arc<str>,
+    /// Every stream/topic it must reach; delivered means delivered to all of them.
+    pub streams: Arc<[StreamConfig]>,
+    /// The messages, in order.
+    pub messages: Arc<Vec<Message>>,
+}
+
+/// A delivery that did not (entirely) succeed.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub struct DeliveryError(pub String);
+
+#[async_trait]
+pub trait Target: Send + Sync {
+    /// Deliver the batch to every stream of `delivery`. `Ok` means durably accepted
+    /// by all of them; on `Err` some may have accepted it (the batch will be produced
+    /// again: duplicates are allowed, loss is not).
+    async fn deliver(&self, delivery: &Delivery) -> Result<(), DeliveryError>;
+}
