@@ -186,7 +186,7 @@ impl Compare<'_> {
         }
         match (&expected.result, &actual.result) {
             (None, None) => Ok(()),
-            (Some(e), Some(a)) => self.ty(e, a).map_err(|m| format!("result: {m}")),
+            (Some(e), Some(a)) => self.ty(e, a).map_err(|m| format!("return value: {m}")),
             (Some(e), None) => Err(format!("expected it to return `{}`, it returns nothing", show(self.expected, e))),
             (None, Some(a)) => Err(format!("expected it to return nothing, it returns `{}`", show(self.actual, a))),
         }
@@ -268,7 +268,7 @@ impl Compare<'_> {
             (TypeDefKind::Result(e), TypeDefKind::Result(a)) => {
                 let side = |what: &str, e: &Option<Type>, a: &Option<Type>| match (e, a) {
                     (None, None) => Ok(()),
-                    (Some(et), Some(at)) => within(format!("result {what}"), self.ty(et, at)),
+                    (Some(et), Some(at)) => within(what.to_string(), self.ty(et, at)),
                     _ => mismatch(),
                 };
                 side("ok", &e.ok, &a.ok)?;

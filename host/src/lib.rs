@@ -16,10 +16,13 @@
 //! * [`target`]: where batches are delivered (the local log, for now);
 //! * [`state`]: the committed cursors;
 //! * [`status`], [`shutdown`]: what operators see and how the host stops;
-//! * [`host`]: all of the above wired together for `ferry run`.
+//! * [`host`]: all of the above wired together for `ferry run`;
+//! * [`cli`]: the `ferry` command line (here rather than in `main.rs`, so that tests
+//!   run exactly the code operators run).
 
 pub mod backoff;
 pub mod batch;
+pub mod cli;
 pub mod config;
 pub mod contract;
 pub mod grants;

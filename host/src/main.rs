@@ -1,8 +1,5 @@
-//! The `ferry` command line. Everything it does lives in the `ferry` library; this
-//! binary parses arguments, sets up logging and prints.
-
-mod cli;
+//! The `ferry` binary: all of it is [`ferry::cli`].
 
 fn main() -> std::process::ExitCode {
-    cli::main()
+    ferry::cli::main()
 }

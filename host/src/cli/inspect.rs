@@ -4,8 +4,8 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use ferry::contract::{self, ComponentWorld, Contract, SOURCE_WORLD};
-use ferry::runtime::Runtime;
+use crate::contract::{self, ComponentWorld, Contract, SOURCE_WORLD};
+use crate::runtime::Runtime;
 
 pub fn inspect(path: &Path, wit: bool) -> Result<ExitCode> {
     let bytes = std::fs::read(path).with_context(|| format!("{}: cannot read the component", path.display()))?;

@@ -5,8 +5,8 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
-use ferry::config::Config;
-use ferry::target::LocalLog;
+use crate::config::Config;
+use crate::target::LocalLog;
 
 pub fn read(path: &Path, stream: Option<&str>, topic: Option<&str>, from: u64, limit: Option<u64>) -> Result<ExitCode> {
     let config = Config::load(path)?;

@@ -1,4 +1,5 @@
-//! Argument parsing and dispatch. Each subcommand is its own file.
+//! The `ferry` command line: argument parsing and dispatch. Each subcommand is its
+//! own file.
 
 mod inspect;
 mod log;
@@ -132,7 +133,8 @@ pub fn main() -> ExitCode {
     // answer on stdout and only log problems.
     let default_level = if matches!(cli.command, Command::Run { .. }) { "info" } else { "warn" };
     let filter = EnvFilter::try_from_env("FERRY_LOG").unwrap_or_else(|_| EnvFilter::new(default_level));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    let colour = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    tracing_subscriber::fmt().with_env_filter(filter).with_ansi(colour).with_writer(std::io::stderr).init();
 
     let result = match cli.command {
         Command::Run { config } => run::run(&config),

@@ -4,9 +4,9 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
-use ferry::config::Config;
-use ferry::host::Host;
-use ferry::shutdown;
+use crate::config::Config;
+use crate::host::Host;
+use crate::shutdown;
 
 pub fn run(path: &Path) -> Result<ExitCode> {
     let config = Config::load(path)?;

@@ -4,8 +4,8 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
-use ferry::config::Config;
-use ferry::state::{Committed, StateDir};
+use crate::config::Config;
+use crate::state::{Committed, StateDir};
 use serde_json::json;
 
 use super::format_micros;

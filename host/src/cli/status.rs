@@ -4,8 +4,8 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Result, anyhow};
-use ferry::config::Config;
-use ferry::status::{read_status_file, status_file_path};
+use crate::config::Config;
+use crate::status::{read_status_file, status_file_path};
 
 use super::format_micros;
 

@@ -6,7 +6,9 @@
 //! `plugin_config.api_token` of the source whose key is `random`. Segments match
 //! existing keys case-insensitively (`-` and `_` alike); a key that does not exist yet
 //! is created in lower case. The value keeps the type of the value it replaces
-//! (integer, float, boolean); anything else is a string.
+//! (integer, float, boolean, string). For a key the file does not set, the value is
+//! read as a TOML value when it is one (`9`, `true`, `"0123"` quoted to stay a
+//! string) and as a plain string otherwise.
 
 /// The prefix of override variables. Double underscore, so that `FERRY_LOG` and
 /// friends are not mistaken for overrides.
@@ -101,6 +103,10 @@ fn typed_like(existing: Option<&toml::Value>, text: &str) -> Result<toml::Value,
         Some(toml::Value::Table(_)) | Some(toml::Value::Array(_)) => {
             return Err("replaces a table or an array, which an environment variable cannot".into());
         }
-        _ => toml::Value::String(text.to_string()),
+        Some(toml::Value::String(_)) => toml::Value::String(text.to_string()),
+        _ => {
+            let parsed = toml::from_str::<toml::Table>(&format!("value = {text}")).ok();
+            parsed.and_then(|mut t| t.remove("value")).unwrap_or_else(|| toml::Value::String(text.to_string()))
+        }
     })
 }

@@ -65,7 +65,9 @@ impl Lines {
     fn emit(&mut self) {
         let line = String::from_utf8_lossy(&self.pending).into_owned();
         self.pending.clear();
-        self.log.line(self.level, &line);
+        if !line.trim().is_empty() {
+            self.log.line(self.level, &line);
+        }
     }
 }
 

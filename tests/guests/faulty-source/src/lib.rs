@@ -1,0 +1,73 @@
+//! A source that misbehaves on purpose, for Ferry's isolation and restart tests.
+//!
+//! It produces `{"seq":N}` records like the random source (gap-free `seq` from its
+//! cursor), and, per instance, can be told to:
+//!
+//! * `trap_on_poll = K`: panic (a trap) on its K-th poll;
+//! * `fail_from_poll = K`: return an error from its K-th poll on;
+//! * `fail_open = true`: refuse to open.
+//!
+//! Counting is per instance, so a restarted instance makes progress again before
+//! misbehaving: a test sees traps *and* every record delivered.
+
+use ferry_guest::{Batch, Error, Message, Source};
+use serde::{Deserialize, Serialize};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    #[serde(default = "five")]
+    messages_per_batch: u64,
+    max_count: u64,
+    #[serde(default)]
+    trap_on_poll: Option<u64>,
+    #[serde(default)]
+    fail_from_poll: Option<u64>,
+    #[serde(default)]
+    fail_open: bool,
+}
+
+fn five() -> u64 {
+    5
+}
+
+#[derive(Serialize, Deserialize, Default)]
+struct Cursor {
+    next_seq: u64,
+}
+
+struct FaultySource {
+    config: Config,
+    polls: u64,
+}
+
+impl Source for FaultySource {
+    type Config = Config;
+    type Cursor = Cursor;
+
+    fn open(config: Config, cursor: &Cursor) -> Result<Self, Error> {
+        if config.fail_open {
+            return Err(Error::msg("configured to refuse to open"));
+        }
+        ferry_guest::info!("faulty source opened at seq {}", cursor.next_seq);
+        Ok(FaultySource { config, polls: 0 })
+    }
+
+    fn poll(&mut self, cursor: &Cursor) -> Result<Option<Batch<Cursor>>, Error> {
+        self.polls += 1;
+        if self.config.trap_on_poll == Some(self.polls) {
+            panic!("faulty source: configured to trap on poll {}", self.polls);
+        }
+        if self.config.fail_from_poll.is_some_and(|k| self.polls >= k) {
+            return Err(Error::msg(format!("configured to fail from poll {}", self.polls)));
+        }
+        let end = self.config.max_count.min(cursor.next_seq + self.config.messages_per_batch);
+        if end <= cursor.next_seq {
+            return Ok(None);
+        }
+        let messages = (cursor.next_seq..end).map(|seq| Message::new(format!("{{\"seq\":{seq}}}"))).collect();
+        Ok(Some(Batch::new(messages, Cursor { next_seq: end })))
+    }
+}
+
+ferry_guest::export_source!(FaultySource);

@@ -1,0 +1,111 @@
+//! Targets and state stores that fail on command, and a target that holds a batch
+//! until told to let it go.
+
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use async_trait::async_trait;
+use ferry::state::{Committed, CursorStore, StateError};
+use ferry::target::{Delivery, DeliveryError, Target};
+use tokio::sync::{Semaphore, mpsc};
+
+use crate::records::message_seqs;
+
+/// A target that refuses every batch while its fault is on, remembering what it
+/// refused.
+pub struct FaultyTarget {
+    inner: Arc<dyn Target>,
+    failing: AtomicBool,
+    refused: Mutex<Vec<Vec<u64>>>,
+}
+
+impl FaultyTarget {
+    pub fn new(inner: Arc<dyn Target>) -> Arc<Self> {
+        Arc::new(FaultyTarget { inner, failing: AtomicBool::new(false), refused: Mutex::new(Vec::new()) })
+    }
+
+    pub fn set_failing(&self, failing: bool) {
+        self.failing.store(failing, Ordering::SeqCst);
+    }
+
+    /// The `seq`s of every refused batch, in order.
+    pub fn refused(&self) -> Vec<Vec<u64>> {
+        self.refused.lock().unwrap().clone()
+    }
+}
+
+#[async_trait]
+impl Target for FaultyTarget {
+    async fn deliver(&self, delivery: &Delivery) -> Result<(), DeliveryError> {
+        if self.failing.load(Ordering::SeqCst) {
+            self.refused.lock().unwrap().push(message_seqs(&delivery.messages));
+            return Err(DeliveryError("injected fault: the target refused the batch".into()));
+        }
+        self.inner.deliver(delivery).await
+    }
+}
+
+/// A cursor store whose commits fail while its fault is on.
+pub struct FaultyCursor {
+    inner: Arc<dyn CursorStore>,
+    failing: AtomicBool,
+}
+
+impl FaultyCursor {
+    pub fn new(inner: Arc<dyn CursorStore>) -> Arc<Self> {
+        Arc::new(FaultyCursor { inner, failing: AtomicBool::new(false) })
+    }
+
+    pub fn set_failing(&self, failing: bool) {
+        self.failing.store(failing, Ordering::SeqCst);
+    }
+}
+
+#[async_trait]
+impl CursorStore for FaultyCursor {
+    async fn load(&self) -> Result<Option<Committed>, StateError> {
+        self.inner.load().await
+    }
+
+    async fn commit(&self, state: Vec<u8>) -> Result<Committed, StateError> {
+        if self.failing.load(Ordering::SeqCst) {
+            return Err(StateError::Io("injected fault: the disk refused the write".into()));
+        }
+        self.inner.commit(state).await
+    }
+}
+
+/// A target that announces each batch and holds it until released.
+pub struct GatedTarget {
+    inner: Arc<dyn Target>,
+    arrivals: mpsc::UnboundedSender<Vec<u64>>,
+    arrived: tokio::sync::Mutex<mpsc::UnboundedReceiver<Vec<u64>>>,
+    gate: Semaphore,
+}
+
+impl GatedTarget {
+    pub fn new(inner: Arc<dyn Target>) -> Arc<Self> {
+        let (arrivals, arrived) = mpsc::unbounded_channel();
+        Arc::new(GatedTarget { inner, arrivals, arrived: tokio::sync::Mutex::new(arrived), gate: Semaphore::new(0) })
+    }
+
+    /// The `seq`s of the next batch that reaches the gate.
+    pub async fn next_arrival(&self) -> Vec<u64> {
+        self.arrived.lock().await.recv().await.expect("the target is alive")
+    }
+
+    /// Let `batches` more batches through.
+    pub fn release(&self, batches: usize) {
+        self.gate.add_permits(batches);
+    }
+}
+
+#[async_trait]
+impl Target for GatedTarget {
+    async fn deliver(&self, delivery: &Delivery) -> Result<(), DeliveryError> {
+        let _ = self.arrivals.send(message_seqs(&delivery.messages));
+        self.gate.acquire().await.expect("the gate is never closed").forget();
+        self.inner.deliver(delivery).await
+    }
+}

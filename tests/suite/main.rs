@@ -1,0 +1,13 @@
+//! Ferry's end-to-end suite: real components built from this workspace, the real
+//! local log and state files, and `ferry` itself run as a process where the test is
+//! about the process (signals, `kill -9`, exit codes).
+//!
+//! `FERRY_TEST_LOG=<filter>` (e.g. `info`) prints the host's log while the tests run.
+
+mod bad_input;
+mod crash;
+mod faults;
+mod flow;
+mod isolation;
+mod process;
+mod shutdown;
