@@ -64,11 +64,14 @@ impl Toolchain {
         let fallback_missing = fallback_missing();
         match forced.as_deref() {
             Some("standard") => {
-                return standard.context("FERRY_GUEST_TOOLCHAIN=standard, but rustup's wasm32-wasip2 target is not installed");
+                return standard
+                    .context("FERRY_GUEST_TOOLCHAIN=standard, but rustup's wasm32-wasip2 target is not installed");
             }
             Some("fallback") => {
                 if let Some(missing) = fallback_missing {
-                    bail!("FERRY_GUEST_TOOLCHAIN=fallback, but {missing} is missing; run scripts/setup-guest-toolchain");
+                    bail!(
+                        "FERRY_GUEST_TOOLCHAIN=fallback, but {missing} is missing; run scripts/setup-guest-toolchain"
+                    );
                 }
                 return Ok(Toolchain::Fallback);
             }
@@ -160,8 +163,7 @@ pub fn build(root: &Path, guests: &[Guest], toolchain: &Toolchain) -> Result<Vec
     let target_dir = target_dir(root);
     let guest_target_dir = target_dir.join("guests");
     let components_dir = target_dir.join("components");
-    std::fs::create_dir_all(&components_dir)
-        .with_context(|| format!("creating {}", components_dir.display()))?;
+    std::fs::create_dir_all(&components_dir).with_context(|| format!("creating {}", components_dir.display()))?;
 
     let mut cargo = cargo_command(toolchain);
     cargo
@@ -188,8 +190,9 @@ pub fn build(root: &Path, guests: &[Guest], toolchain: &Toolchain) -> Result<Vec
             let bytes = std::fs::read(&wasm).with_context(|| format!("reading {}", wasm.display()))?;
             let component = match toolchain {
                 Toolchain::Standard { .. } => bytes,
-                Toolchain::Fallback => componentize(&bytes)
-                    .with_context(|| format!("turning {} into a component", wasm.display()))?,
+                Toolchain::Fallback => {
+                    componentize(&bytes).with_context(|| format!("turning {} into a component", wasm.display()))?
+                }
             };
             let path = components_dir.join(format!("{}.wasm", guest.lib_name));
             write_if_changed(&path, &component)?;

@@ -8,7 +8,9 @@ fn main() -> Result<()> {
     let root = root.canonicalize()?;
     let wanted: Vec<String> = std::env::args().skip(1).collect();
     if wanted.iter().any(|a| a == "-h" || a == "--help") {
-        println!("usage: ferry-componentize [PACKAGE...]\n\nBuilds the workspace's cdylib crates into WebAssembly components under target/components/.");
+        println!(
+            "usage: ferry-componentize [PACKAGE...]\n\nBuilds the workspace's cdylib crates into WebAssembly components under target/components/."
+        );
         return Ok(());
     }
     let mut guests = ferry_componentize::workspace_guests(&root)?;

@@ -49,9 +49,9 @@ impl<S: Source> Slot<S> {
                 "batch {id} not acknowledged ({nack}); producing it again from committed cursor {}",
                 driver.committed_json()
             ),
-            Settled::Unexpected { id, outstanding } => crate::error!(
-                "result for batch {id}, but the outstanding batch is {outstanding:?}; ignored"
-            ),
+            Settled::Unexpected { id, outstanding } => {
+                crate::error!("result for batch {id}, but the outstanding batch is {outstanding:?}; ignored")
+            }
         }
     }
 

@@ -35,8 +35,8 @@ pub enum Settled {
 impl<S: Source> Driver<S> {
     /// Parse the config and the committed cursor, then open the source.
     pub fn open(config_json: &str, committed_state: Option<&[u8]>) -> Result<Self, Error> {
-        let config = serde_json::from_str(config_json)
-            .map_err(|e| Error::msg(format!("invalid plugin_config: {e}")))?;
+        let config =
+            serde_json::from_str(config_json).map_err(|e| Error::msg(format!("invalid plugin_config: {e}")))?;
         let committed = match committed_state {
             None => S::Cursor::default(),
             Some(bytes) => serde_json::from_slice(bytes).map_err(|e| {
@@ -61,8 +61,8 @@ impl<S: Source> Driver<S> {
         let Some(batch) = self.source.poll(&self.committed)? else {
             return Ok(None);
         };
-        let staged_state = serde_json::to_vec(&batch.next)
-            .map_err(|e| Error::msg(format!("cannot serialize the cursor: {e}")))?;
+        let staged_state =
+            serde_json::to_vec(&batch.next).map_err(|e| Error::msg(format!("cannot serialize the cursor: {e}")))?;
         let id = self.next_batch_id;
         self.next_batch_id += 1;
         self.outstanding = Some(Outstanding { id, staged: batch.next });

@@ -87,10 +87,7 @@ macro_rules! export_source {
                     DRIVER.with(|slot| slot.poll())
                 }
 
-                fn on_batch_result(
-                    id: u64,
-                    result: $crate::bindings::iggy::connector::types::BatchResult,
-                ) {
+                fn on_batch_result(id: u64, result: $crate::bindings::iggy::connector::types::BatchResult) {
                     DRIVER.with(|slot| slot.on_batch_result(id, result))
                 }
 
@@ -99,7 +96,7 @@ macro_rules! export_source {
                 }
             }
 
-            $crate::bindings::__export_source_connector!(FerryExport with_types_in $crate::bindings);
+    $crate::bindings::__export_source_connector!(FerryExport with_types_in $crate::bindings);
         };
     };
 }

@@ -71,10 +71,6 @@ impl std::fmt::Display for Nack {
             NackReason::TimedOut => "timed out",
             NackReason::Rejected => "rejected by the host",
         };
-        if self.detail.is_empty() {
-            f.write_str(reason)
-        } else {
-            write!(f, "{reason}: {}", self.detail)
-        }
+        if self.detail.is_empty() { f.write_str(reason) } else { write!(f, "{reason}: {}", self.detail) }
     }
 }

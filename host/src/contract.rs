@@ -12,10 +12,8 @@ use wit_parser::decoding::DecodedWasm;
 use wit_parser::{Function, InterfaceId, Resolve, Type, TypeDefKind, WorldId, WorldItem, WorldKey};
 
 /// The WIT files of the contract, as compiled into this host.
-pub const WIT_FILES: &[(&str, &str)] = &[
-    ("types.wit", include_str!("../../wit/types.wit")),
-    ("source.wit", include_str!("../../wit/source.wit")),
-];
+pub const WIT_FILES: &[(&str, &str)] =
+    &[("types.wit", include_str!("../../wit/types.wit")), ("source.wit", include_str!("../../wit/source.wit"))];
 
 /// The interface a source exports, with the version this host speaks.
 pub const SOURCE_INTERFACE: &str = "iggy:connector/source@0.1.0";
@@ -87,7 +85,11 @@ impl ComponentWorld {
     pub fn decode(bytes: &[u8]) -> Result<ComponentWorld, ContractError> {
         if bytes.len() < 8 || &bytes[..4] != b"\0asm" {
             let prefix: String = bytes.iter().take(8).map(|b| format!("{b:02x} ")).collect();
-            let prefix = if prefix.is_empty() { "nothing: the file is empty".to_string() } else { format!("bytes {}", prefix.trim_end()) };
+            let prefix = if prefix.is_empty() {
+                "nothing: the file is empty".to_string()
+            } else {
+                format!("bytes {}", prefix.trim_end())
+            };
             return Err(ContractError::NotWasm { prefix });
         }
         if bytes[4..8] == [1, 0, 0, 0] {
@@ -200,7 +202,8 @@ impl Compare<'_> {
     fn ty(&self, expected: &Type, actual: &Type) -> Result<(), String> {
         let expected = dealias(self.expected, *expected);
         let actual = dealias(self.actual, *actual);
-        let mismatch = || Err(format!("expected `{}`, found `{}`", show(self.expected, &expected), show(self.actual, &actual)));
+        let mismatch =
+            || Err(format!("expected `{}`, found `{}`", show(self.expected, &expected), show(self.actual, &actual)));
         let (Type::Id(e), Type::Id(a)) = (expected, actual) else {
             return if expected == actual && !matches!(expected, Type::Id(_)) { Ok(()) } else { mismatch() };
         };
@@ -214,7 +217,10 @@ impl Compare<'_> {
             (TypeDefKind::Record(e), TypeDefKind::Record(a)) => {
                 let names = |r: &wit_parser::Record| r.fields.iter().map(|f| f.name.clone()).collect::<Vec<_>>();
                 if names(e) != names(a) {
-                    return within(named(e_def, "record"), Err(format!("expected fields {:?}, found {:?}", names(e), names(a))));
+                    return within(
+                        named(e_def, "record"),
+                        Err(format!("expected fields {:?}, found {:?}", names(e), names(a))),
+                    );
                 }
                 for (ef, af) in e.fields.iter().zip(&a.fields) {
                     within(format!("{} field `{}`", named(e_def, "record"), ef.name), self.ty(&ef.ty, &af.ty))?;
@@ -224,7 +230,10 @@ impl Compare<'_> {
             (TypeDefKind::Variant(e), TypeDefKind::Variant(a)) => {
                 let names = |v: &wit_parser::Variant| v.cases.iter().map(|c| c.name.clone()).collect::<Vec<_>>();
                 if names(e) != names(a) {
-                    return within(named(e_def, "variant"), Err(format!("expected cases {:?}, found {:?}", names(e), names(a))));
+                    return within(
+                        named(e_def, "variant"),
+                        Err(format!("expected cases {:?}, found {:?}", names(e), names(a))),
+                    );
                 }
                 for (ec, ac) in e.cases.iter().zip(&a.cases) {
                     let what = format!("{} case `{}`", named(e_def, "variant"), ec.name);
@@ -239,14 +248,20 @@ impl Compare<'_> {
             (TypeDefKind::Enum(e), TypeDefKind::Enum(a)) => {
                 let names = |v: &wit_parser::Enum| v.cases.iter().map(|c| c.name.clone()).collect::<Vec<_>>();
                 if names(e) != names(a) {
-                    return within(named(e_def, "enum"), Err(format!("expected cases {:?}, found {:?}", names(e), names(a))));
+                    return within(
+                        named(e_def, "enum"),
+                        Err(format!("expected cases {:?}, found {:?}", names(e), names(a))),
+                    );
                 }
                 Ok(())
             }
             (TypeDefKind::Flags(e), TypeDefKind::Flags(a)) => {
                 let names = |v: &wit_parser::Flags| v.flags.iter().map(|c| c.name.clone()).collect::<Vec<_>>();
                 if names(e) != names(a) {
-                    return within(named(e_def, "flags"), Err(format!("expected {:?}, found {:?}", names(e), names(a))));
+                    return within(
+                        named(e_def, "flags"),
+                        Err(format!("expected {:?}, found {:?}", names(e), names(a))),
+                    );
                 }
                 Ok(())
             }

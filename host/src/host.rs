@@ -88,7 +88,8 @@ impl Host {
                     component
                 }
             };
-            let cursor = states.open(&source.key).map_err(|e| SetupError::State { key: source.key.clone(), source: e })?;
+            let cursor =
+                states.open(&source.key).map_err(|e| SetupError::State { key: source.key.clone(), source: e })?;
             let connector = SourceConnector {
                 key: source.key.as_str().into(),
                 component,
@@ -125,7 +126,11 @@ impl Host {
         let (stop_helpers, helpers_shutdown) = shutdown::channel();
         let mut helpers = Vec::new();
         if let Some(path) = &self.status_file {
-            helpers.push(tokio::spawn(status::keep_written(self.status.clone(), path.clone(), helpers_shutdown.clone())));
+            helpers.push(tokio::spawn(status::keep_written(
+                self.status.clone(),
+                path.clone(),
+                helpers_shutdown.clone(),
+            )));
         }
         helpers.push(tokio::spawn(status::log_progress(self.status.clone(), self.progress_interval, helpers_shutdown)));
 
@@ -158,10 +163,10 @@ impl Host {
         for helper in helpers {
             let _ = helper.await;
         }
-        if let Some(path) = &self.status_file {
-            if let Err(e) = status::write_final(&self.status, path) {
-                tracing::warn!("cannot write the status file: {e}");
-            }
+        if let Some(path) = &self.status_file
+            && let Err(e) = status::write_final(&self.status, path)
+        {
+            tracing::warn!("cannot write the status file: {e}");
         }
         report
     }

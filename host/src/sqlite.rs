@@ -46,8 +46,9 @@ pub fn open_existing(path: &Path, version: i64) -> Result<Connection, StoreError
     if metadata.len() == 0 {
         return Err(corrupt("the file is empty (it was truncated, or not written by ferry)".into()));
     }
-    let connection = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)
-        .map_err(|e| io(path, e))?;
+    let connection =
+        Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+            .map_err(|e| io(path, e))?;
     let found: i64 = connection
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .map_err(|e| corrupt(format!("not a database ferry can read ({e})")))?;

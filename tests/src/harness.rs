@@ -108,6 +108,27 @@ impl Harness {
     }
 }
 
+/// A cursor store in memory: for benchmarks that measure the host without the disk.
+#[derive(Default)]
+pub struct MemoryCursor {
+    committed: std::sync::Mutex<Option<ferry::state::Committed>>,
+}
+
+#[async_trait::async_trait]
+impl CursorStore for MemoryCursor {
+    async fn load(&self) -> Result<Option<ferry::state::Committed>, ferry::state::StateError> {
+        Ok(self.committed.lock().unwrap().clone())
+    }
+
+    async fn commit(&self, state: Vec<u8>) -> Result<ferry::state::Committed, ferry::state::StateError> {
+        let mut committed = self.committed.lock().unwrap();
+        let generation = committed.as_ref().map_or(0, |c| c.generation) + 1;
+        let next = ferry::state::Committed { state, generation, committed_at_micros: 0 };
+        *committed = Some(next.clone());
+        Ok(next)
+    }
+}
+
 /// A host running in the background.
 pub struct Running {
     pub events: broadcast::Receiver<Event>,

@@ -95,7 +95,9 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for CaptureLayer {
         let mut fields = Fields::default();
         event.record(&mut fields);
         let key = fields.key.or_else(|| {
-            ctx.event_scope(event)?.from_root().find_map(|span| span.extensions().get::<ConnectorKey>().map(|k| k.0.clone()))
+            ctx.event_scope(event)?
+                .from_root()
+                .find_map(|span| span.extensions().get::<ConnectorKey>().map(|k| k.0.clone()))
         });
         let metadata = event.metadata();
         self.0.lines.lock().unwrap().push(Line {

@@ -30,7 +30,12 @@ pub fn assert_complete(seqs: &[u64], count: u64) -> usize {
         seen[seq as usize] += 1;
     }
     let missing: Vec<_> = seen.iter().enumerate().filter(|(_, n)| **n == 0).map(|(s, _)| s).collect();
-    assert!(missing.is_empty(), "lost records: {} seqs missing, the first {:?}", missing.len(), &missing[..missing.len().min(10)]);
+    assert!(
+        missing.is_empty(),
+        "lost records: {} seqs missing, the first {:?}",
+        missing.len(),
+        &missing[..missing.len().min(10)]
+    );
     seqs.len() - count as usize
 }
 

@@ -29,7 +29,11 @@ fn run_fails(config: &std::path::Path) -> String {
 }
 
 fn assert_unchanged(site: &Site, key: &str, committed: &Committed) {
-    assert_eq!(site.states().read(key).unwrap().as_ref(), Some(committed), "the committed state must survive bad input");
+    assert_eq!(
+        site.states().read(key).unwrap().as_ref(),
+        Some(committed),
+        "the committed state must survive bad input"
+    );
 }
 
 #[test]
@@ -177,4 +181,3 @@ fn a_second_ferry_on_the_same_state_is_refused() {
     assert!(stderr.contains("connector `single`") && stderr.contains("in use by process"), "{stderr}");
     drop(first);
 }
-

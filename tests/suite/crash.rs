@@ -18,26 +18,35 @@ const MAX_COUNT: u64 = 3000;
 #[test]
 fn kill_9_at_random_moments_loses_nothing() {
     let rounds: u32 = std::env::var("FERRY_CRASH_ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(20);
-    let seed: u64 = std::env::var("FERRY_CRASH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| fastrand::u64(..));
+    let seed: u64 =
+        std::env::var("FERRY_CRASH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| fastrand::u64(..));
     eprintln!("crash test: {rounds} rounds, FERRY_CRASH_SEED={seed}");
     let mut rng = fastrand::Rng::with_seed(seed);
 
     let site = Site::new();
-    let plugin_config = format!("messages_per_batch = 7\nmax_count = {MAX_COUNT}");
+    // About one batch every 2 ms: slow enough that every kill lands mid-flow.
+    let plugin_config = format!("messages_per_batch = 3\ninterval = \"2ms\"\nmax_count = {MAX_COUNT}");
     let config = site.config("ferry.toml", &random_source_config("crashy", &plugin_config));
 
     let mut progress = Vec::new();
     for round in 0..rounds {
         let mut ferry = Ferry::start(&config, &[]);
-        // A random moment: during start-up, compilation, or anywhere in the flow.
-        std::thread::sleep(Duration::from_millis(rng.u64(10..500)));
+        // A random moment: one round in five during start-up (compiling, opening the
+        // state), the others anywhere in the flow once the connector runs.
+        if rng.u8(0..5) > 0 {
+            ferry.wait_for_line(&["key=crashy", "running"]);
+        }
+        std::thread::sleep(Duration::from_millis(rng.u64(0..300)));
         ferry.kill_9();
         let committed = check_invariant(&site, round);
         progress.push(committed);
     }
     eprintln!("committed cursor after each kill: {progress:?}");
 
-    let mut ferry = Ferry::start(&config, &[]);
+    // The last run finishes the job at full speed. Without an interval, the source is
+    // idle only once it has produced everything, so "idle" is the event to wait for.
+    let unpaced = site.config("finish.toml", &random_source_config("crashy", &format!("max_count = {MAX_COUNT}")));
+    let mut ferry = Ferry::start(&unpaced, &[]);
     ferry.wait_for_line(&["key=crashy", "idle"]);
     ferry.signal(Signal::SIGTERM);
     assert!(ferry.wait().success(), "{}", ferry.log());

@@ -20,7 +20,10 @@ fn is_nack(key: &'static str, reason: NackReason) -> impl FnMut(&Event) -> bool 
 
 async fn wait_generation(running: &mut Running, key: &'static str, at_least: u64) {
     running
-        .wait_for("ACKs", |e| matches!(e, Event::Acked { key: k, generation: Some(g), .. } if &**k == key && *g >= at_least))
+        .wait_for(
+            "ACKs",
+            |e| matches!(e, Event::Acked { key: k, generation: Some(g), .. } if &**k == key && *g >= at_least),
+        )
         .await;
 }
 
@@ -56,7 +59,10 @@ async fn a_refused_delivery_is_nacked_and_the_same_records_come_again() {
     let committed = after.0.expect("committed before the fault");
     assert_eq!(refused[0][0], next_seq(&committed.state), "re-produced from the committed cursor");
     let heard = capture().guest_lines("refused");
-    assert!(heard.iter().any(|l| l.contains("not acknowledged (delivery failed")), "the guest heard the NACK: {heard:?}");
+    assert!(
+        heard.iter().any(|l| l.contains("not acknowledged (delivery failed")),
+        "the guest heard the NACK: {heard:?}"
+    );
 
     target.set_failing(false);
     running.wait_idle("refused").await;
@@ -127,7 +133,9 @@ async fn too_many_nacks_in_a_row_fail_the_connector_and_it_restarts_from_committ
 
     wait_generation(&mut running, "flaky", 2).await;
     target.set_failing(true);
-    let event = running.wait_for("the connector to fail", |e| matches!(e, Event::Failed { key, .. } if &**key == "flaky")).await;
+    let event = running
+        .wait_for("the connector to fail", |e| matches!(e, Event::Failed { key, .. } if &**key == "flaky"))
+        .await;
     let Event::Failed { reason, .. } = event else { unreachable!() };
     assert!(reason.contains("3 NACKs in a row"), "{reason}");
     running.wait_for("a restart", |e| matches!(e, Event::Started { key, instance: 2 } if &**key == "flaky")).await;

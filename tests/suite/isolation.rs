@@ -68,7 +68,10 @@ async fn a_trapping_guest_is_restarted_from_committed_state_and_its_neighbour_ke
 
     let lines = capture().of("trapper");
     let guest = capture().guest_lines("trapper");
-    assert!(guest.iter().any(|l| l.contains("panicked at")), "the guest's panic is in the log under its key: {guest:?}");
+    assert!(
+        guest.iter().any(|l| l.contains("panicked at")),
+        "the guest's panic is in the log under its key: {guest:?}"
+    );
     assert!(guest.iter().any(|l| l == "faulty source: configured to trap on poll 3"), "{guest:?}");
     assert!(lines.iter().any(|l| l.message.contains("the guest trapped in `poll`")));
     let status = running.status.get("trapper").unwrap();
@@ -103,12 +106,14 @@ async fn a_guest_that_keeps_returning_errors_is_failed_and_restarted() {
 async fn a_guest_that_cannot_open_keeps_retrying_without_harming_its_neighbour() {
     let h = Harness::new();
     let mut closed = h.source("closed", FAULTY_SOURCE, json!({ "max_count": 10, "fail_open": true }));
-    closed.settings.restart_backoff = BackoffConfig { initial: Duration::from_millis(10), max: Duration::from_millis(40) };
+    closed.settings.restart_backoff =
+        BackoffConfig { initial: Duration::from_millis(10), max: Duration::from_millis(40) };
     let steady = h.source("steady3", RANDOM_SOURCE, json!({ "messages_per_batch": 2, "max_count": 200 }));
     let mut running = h.start(vec![closed, steady]);
 
     for _ in 0..3 {
-        let event = running.wait_for("a failed open", |e| matches!(e, Event::Failed { key, .. } if &**key == "closed")).await;
+        let event =
+            running.wait_for("a failed open", |e| matches!(e, Event::Failed { key, .. } if &**key == "closed")).await;
         let Event::Failed { reason, .. } = event else { unreachable!() };
         assert!(reason.contains("`open` returned an error: configured to refuse to open"), "{reason}");
     }

@@ -33,7 +33,10 @@ async fn shutdown_lets_the_batch_in_flight_settle_then_closes_the_guest() {
     assert_eq!((committed.generation, next_seq(&committed.state)), (1, 6));
     assert_eq!(seqs(&h.records("inflight")), in_flight, "nothing polled after the shutdown request");
     let heard = capture().guest_lines("inflight");
-    assert!(heard.iter().any(|l| l == r#"closing at committed cursor {"next_seq":6}"#), "close() was called: {heard:?}");
+    assert!(
+        heard.iter().any(|l| l == r#"closing at committed cursor {"next_seq":6}"#),
+        "close() was called: {heard:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,9 +3,9 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
 use crate::contract::{self, ComponentWorld, Contract, SOURCE_WORLD};
 use crate::runtime::Runtime;
+use anyhow::{Context, Result};
 
 pub fn inspect(path: &Path, wit: bool) -> Result<ExitCode> {
     let bytes = std::fs::read(path).with_context(|| format!("{}: cannot read the component", path.display()))?;

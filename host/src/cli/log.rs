@@ -4,9 +4,9 @@ use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::{Result, bail};
 use crate::config::Config;
 use crate::target::LocalLog;
+use anyhow::{Result, bail};
 
 pub fn read(path: &Path, stream: Option<&str>, topic: Option<&str>, from: u64, limit: Option<u64>) -> Result<ExitCode> {
     let config = Config::load(path)?;
@@ -42,7 +42,10 @@ fn pick_topic(config: &Config, stream: Option<&str>, topic: Option<&str>) -> Res
     candidates.dedup();
     match candidates.as_slice() {
         [one] => Ok(one.clone()),
-        [] => bail!("{}: no source delivers to that stream/topic; name it with --stream and --topic", config.file.display()),
+        [] => bail!(
+            "{}: no source delivers to that stream/topic; name it with --stream and --topic",
+            config.file.display()
+        ),
         many => {
             let names: Vec<_> = many.iter().map(|(s, t)| format!("{s}/{t}")).collect();
             bail!("several topics to choose from ({}); name one with --stream and --topic", names.join(", "))

@@ -139,7 +139,9 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run { config } => run::run(&config),
         Command::Inspect { component, wit } => inspect::inspect(&component, wit),
-        Command::State { command: StateCommand::Show { config, key, json } } => state::show(&config, key.as_deref(), json),
+        Command::State { command: StateCommand::Show { config, key, json } } => {
+            state::show(&config, key.as_deref(), json)
+        }
         Command::State { command: StateCommand::Reset { config, key, yes } } => state::reset(&config, &key, yes),
         Command::Log { command: LogCommand::Read { config, stream, topic, from, limit } } => {
             log::read(&config, stream.as_deref(), topic.as_deref(), from, limit)

@@ -3,10 +3,10 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::{Result, bail};
 use crate::config::Config;
 use crate::host::Host;
 use crate::shutdown;
+use anyhow::{Result, bail};
 
 pub fn run(path: &Path) -> Result<ExitCode> {
     let config = Config::load(path)?;

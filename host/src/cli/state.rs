@@ -3,9 +3,9 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::{Result, bail};
 use crate::config::Config;
 use crate::state::{Committed, StateDir};
+use anyhow::{Result, bail};
 use serde_json::json;
 
 use super::format_micros;

@@ -3,9 +3,9 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::{Result, anyhow};
 use crate::config::Config;
 use crate::status::{read_status_file, status_file_path};
+use anyhow::{Result, anyhow};
 
 use super::format_micros;
 
@@ -27,8 +27,16 @@ pub fn status(path: &Path, as_json: bool) -> Result<ExitCode> {
         (false, true) => "running",
         (false, false) => "not running (it did not stop cleanly)",
     };
-    println!("ferry pid {}: {state}; started {}, status as of {}", status.pid, format_micros(status.started_at_micros), format_micros(status.updated_at_micros));
-    println!("{:<20} {:<9} {:>9} {:>8} {:>12} {:>6} {:>6} {:>10}  last error", "KEY", "PHASE", "INSTANCES", "BATCHES", "MESSAGES", "NACKS", "TRAPS", "GENERATION");
+    println!(
+        "ferry pid {}: {state}; started {}, status as of {}",
+        status.pid,
+        format_micros(status.started_at_micros),
+        format_micros(status.updated_at_micros)
+    );
+    println!(
+        "{:<20} {:<9} {:>9} {:>8} {:>12} {:>6} {:>6} {:>10}  last error",
+        "KEY", "PHASE", "INSTANCES", "BATCHES", "MESSAGES", "NACKS", "TRAPS", "GENERATION"
+    );
     for c in &status.connectors {
         let phase = serde_json::to_value(c.phase)?.as_str().unwrap_or("?").to_string();
         println!(

@@ -80,9 +80,7 @@ impl Override {
             let existing = table.keys().find(|k| same_key(k, segment)).cloned();
             let key = existing.unwrap_or_else(|| segment.to_ascii_lowercase());
             let next = table.entry(key.clone()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
-            table = next
-                .as_table_mut()
-                .ok_or_else(|| fail(format!("`{key}` is a value, not a table")))?;
+            table = next.as_table_mut().ok_or_else(|| fail(format!("`{key}` is a value, not a table")))?;
             segments = rest;
         }
         Ok(())
@@ -91,15 +89,15 @@ impl Override {
 
 fn typed_like(existing: Option<&toml::Value>, text: &str) -> Result<toml::Value, String> {
     Ok(match existing {
-        Some(toml::Value::Integer(_)) => toml::Value::Integer(
-            text.parse().map_err(|_| format!("expected an integer, found {text:?}"))?,
-        ),
-        Some(toml::Value::Float(_)) => toml::Value::Float(
-            text.parse().map_err(|_| format!("expected a number, found {text:?}"))?,
-        ),
-        Some(toml::Value::Boolean(_)) => toml::Value::Boolean(
-            text.parse().map_err(|_| format!("expected true or false, found {text:?}"))?,
-        ),
+        Some(toml::Value::Integer(_)) => {
+            toml::Value::Integer(text.parse().map_err(|_| format!("expected an integer, found {text:?}"))?)
+        }
+        Some(toml::Value::Float(_)) => {
+            toml::Value::Float(text.parse().map_err(|_| format!("expected a number, found {text:?}"))?)
+        }
+        Some(toml::Value::Boolean(_)) => {
+            toml::Value::Boolean(text.parse().map_err(|_| format!("expected true or false, found {text:?}"))?)
+        }
         Some(toml::Value::Table(_)) | Some(toml::Value::Array(_)) => {
             return Err("replaces a table or an array, which an environment variable cannot".into());
         }

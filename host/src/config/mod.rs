@@ -77,10 +77,7 @@ pub struct RuntimeConfig {
 
 impl Default for RuntimeConfig {
     fn default() -> Self {
-        RuntimeConfig {
-            shutdown_grace_period: Duration::from_secs(10),
-            progress_interval: Duration::from_secs(10),
-        }
+        RuntimeConfig { shutdown_grace_period: Duration::from_secs(10), progress_interval: Duration::from_secs(10) }
     }
 }
 
@@ -196,10 +193,7 @@ impl Config {
     }
 
     /// [`Config::load`] with the environment given explicitly (for tests).
-    pub fn load_with_env(
-        path: &Path,
-        vars: impl IntoIterator<Item = (String, String)>,
-    ) -> Result<Config, ConfigError> {
+    pub fn load_with_env(path: &Path, vars: impl IntoIterator<Item = (String, String)>) -> Result<Config, ConfigError> {
         let error = |problem: String| ConfigError { file: path.to_path_buf(), problem };
         let text = std::fs::read_to_string(path).map_err(|e| error(format!("cannot read the file: {e}")))?;
         Self::parse(path, &text, vars)

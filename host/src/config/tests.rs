@@ -41,7 +41,9 @@ fn defaults_and_paths_relative_to_the_file() {
 
 #[test]
 fn plugin_config_becomes_json() {
-    let text = format!("{MINIMAL}\n[sources.plugin_config]\nmessages_per_batch = 3\nname = \"x\"\nnested = {{ a = [1, 2] }}\n");
+    let text = format!(
+        "{MINIMAL}\n[sources.plugin_config]\nmessages_per_batch = 3\nname = \"x\"\nnested = {{ a = [1, 2] }}\n"
+    );
     let config = parse(&text).unwrap();
     let json: serde_json::Value = serde_json::from_str(&config.sources[0].plugin_config_json()).unwrap();
     assert_eq!(json, serde_json::json!({ "messages_per_batch": 3, "name": "x", "nested": { "a": [1, 2] } }));
@@ -65,11 +67,16 @@ fn unknown_keys_are_errors_naming_the_key() {
 
 #[test]
 fn bad_values_say_what_is_expected() {
-    let error = problem(&MINIMAL.replace("path = \"random_source.wasm\"", "path = \"r.wasm\"\npoll_interval = \"soon\""));
+    let error =
+        problem(&MINIMAL.replace("path = \"random_source.wasm\"", "path = \"r.wasm\"\npoll_interval = \"soon\""));
     assert!(error.contains("invalid duration \"soon\""), "{error}");
-    let error = problem(&MINIMAL.replace("path = \"random_source.wasm\"", "path = \"r.wasm\"\nmax_consecutive_nacks = 0"));
+    let error =
+        problem(&MINIMAL.replace("path = \"random_source.wasm\"", "path = \"r.wasm\"\nmax_consecutive_nacks = 0"));
     assert!(error.contains("sources[0] (key `random`): max_consecutive_nacks: must be at least 1"), "{error}");
-    let error = problem(&MINIMAL.replace("path = \"random_source.wasm\"", "path = \"r.wasm\"\nnack_backoff = { initial = \"5s\", max = \"1s\" }"));
+    let error = problem(&MINIMAL.replace(
+        "path = \"random_source.wasm\"",
+        "path = \"r.wasm\"\nnack_backoff = { initial = \"5s\", max = \"1s\" }",
+    ));
     assert!(error.contains("nack_backoff"), "{error}");
     let error = problem(&MINIMAL.replace("topic = \"random\"", "topic = \"../etc\""));
     assert!(error.contains("streams.topic") && error.contains("../etc"), "{error}");
@@ -117,7 +124,10 @@ fn environment_overrides_reach_sections_and_sources_with_types() {
 #[test]
 fn bad_overrides_name_the_variable() {
     let error = parse_env(MINIMAL, &[("FERRY__SOURCES__NOPE__ENABLED", "false")]).unwrap_err().to_string();
-    assert!(error.contains("FERRY__SOURCES__NOPE__ENABLED") && error.contains("no source has the key `nope`"), "{error}");
+    assert!(
+        error.contains("FERRY__SOURCES__NOPE__ENABLED") && error.contains("no source has the key `nope`"),
+        "{error}"
+    );
     let error = parse_env(MINIMAL, &[("FERRY__SOURCES__RANDOM__ENABLED", "maybe")]).unwrap_err().to_string();
     assert!(error.contains("FERRY__SOURCES__RANDOM__ENABLED"), "{error}");
     let error = parse_env(MINIMAL, &[("FERRY__RUNTIME__SHUTDOWN_GRACE", "1s")]).unwrap_err().to_string();

@@ -33,9 +33,7 @@ pub fn valid_name(name: &str) -> Result<(), String> {
 pub fn validate(config: &Config) -> Result<(), String> {
     let mut seen: HashMap<&str, usize> = HashMap::new();
     for (index, source) in config.sources.iter().enumerate() {
-        let at = |what: &str, problem: String| {
-            format!("sources[{index}] (key `{}`): {what}: {problem}", source.key)
-        };
+        let at = |what: &str, problem: String| format!("sources[{index}] (key `{}`): {what}: {problem}", source.key);
         valid_key(&source.key).map_err(|p| format!("sources[{index}]: key {:?} {p}", source.key))?;
         if let Some(first) = seen.insert(&source.key, index) {
             return Err(at("key", format!("already used by sources[{first}]; keys must be unique")));

@@ -68,7 +68,10 @@ mod tests {
 
     #[test]
     fn a_guest_cannot_inject_lines() {
-        assert_eq!(sanitize("one\n2024 INFO connector{key=other}: forged"), "one\\n2024 INFO connector{key=other}: forged");
+        assert_eq!(
+            sanitize("one\n2024 INFO connector{key=other}: forged"),
+            "one\\n2024 INFO connector{key=other}: forged"
+        );
         assert_eq!(sanitize("bell\x07"), "bell\\u{7}");
     }
 

@@ -57,10 +57,8 @@ impl SourceInstance {
 
     pub async fn poll(&mut self) -> Result<Option<Batch>, CallError> {
         let guest = self.bindings.iggy_connector_source();
-        let result = guest
-            .call_poll(&mut self.store)
-            .await
-            .map_err(|error| CallError::Trapped { call: "poll", error })?;
+        let result =
+            guest.call_poll(&mut self.store).await.map_err(|error| CallError::Trapped { call: "poll", error })?;
         result.map_err(|e| CallError::Failed { call: "poll", message: e.message })
     }
 

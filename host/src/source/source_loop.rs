@@ -65,7 +65,9 @@ impl SourceLoop<'_> {
                     self.status.guest_error(&message);
                     failures_in_a_row += 1;
                     if failures_in_a_row >= settings.max_consecutive_nacks {
-                        return Exit::Failed { reason: format!("{failures_in_a_row} failures in a row, the last: {message}") };
+                        return Exit::Failed {
+                            reason: format!("{failures_in_a_row} failures in a row, the last: {message}"),
+                        };
                     }
                     self.pause(backoff.next_delay()).await;
                     continue;
@@ -91,7 +93,11 @@ impl SourceLoop<'_> {
                     failures_in_a_row += 1;
                     if failures_in_a_row >= settings.max_consecutive_nacks {
                         return Exit::Failed {
-                            reason: format!("{failures_in_a_row} NACKs in a row, the last: {}: {}", nack.reason.as_str(), nack.detail),
+                            reason: format!(
+                                "{failures_in_a_row} NACKs in a row, the last: {}: {}",
+                                nack.reason.as_str(),
+                                nack.detail
+                            ),
                         };
                     }
                     // 5. Back off before producing the batch again.
@@ -129,7 +135,10 @@ impl SourceLoop<'_> {
             Some(state) => match self.connector.cursor.commit(state).await {
                 Ok(committed) => Some(committed.generation),
                 Err(error) => {
-                    return nack(NackReason::StateSaveFailed, format!("delivered, but the cursor was not saved: {error}"));
+                    return nack(
+                        NackReason::StateSaveFailed,
+                        format!("delivered, but the cursor was not saved: {error}"),
+                    );
                 }
             },
         };

@@ -55,7 +55,12 @@ impl StateDir {
         let lock = self.lock(key)?;
         let path = self.file_of(key);
         let connection = sqlite::open_or_create(&path, SCHEMA, FORMAT_VERSION)?;
-        let file = ConnectorStateFile { key: key.to_string(), path, inner: Arc::new(Mutex::new(connection)), _lock: Arc::new(lock) };
+        let file = ConnectorStateFile {
+            key: key.to_string(),
+            path,
+            inner: Arc::new(Mutex::new(connection)),
+            _lock: Arc::new(lock),
+        };
         // Read once now, so corruption stops the connector before it starts.
         file.read_blocking()?;
         Ok(file)
@@ -117,7 +122,8 @@ impl StateDir {
             .map_err(|e| StateError::Io(format!("{}: cannot create the state directory: {e}", self.path.display())))?;
         let path = self.lock_of(key);
         let io = |e: std::io::Error| StateError::Io(format!("{}: {e}", path.display()));
-        let mut file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(io)?;
+        let mut file =
+            OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(io)?;
         match file.try_lock() {
             Ok(()) => {
                 file.set_len(0).map_err(io)?;
@@ -166,11 +172,7 @@ impl ConnectorStateFile {
             .query_row("SELECT generation FROM cursor WHERE connector = ?1", [&self.key], |row| row.get(0))
             .optional()
             .map_err(io)?;
-        let committed = Committed {
-            state,
-            generation: previous.unwrap_or(0) + 1,
-            committed_at_micros: now_micros(),
-        };
+        let committed = Committed { state, generation: previous.unwrap_or(0) + 1, committed_at_micros: now_micros() };
         transaction
             .execute(
                 "INSERT OR REPLACE INTO cursor (connector, generation, committed_at, state, checksum)
@@ -221,7 +223,8 @@ fn read_row(connection: &Connection, key: &str, path: &Path) -> Result<Option<Co
             if connector != key {
                 return Err(corrupt(format!("it holds the cursor of connector `{connector}`, not `{key}`")));
             }
-            let committed = Committed { state: state.clone(), generation: *generation, committed_at_micros: *committed_at };
+            let committed =
+                Committed { state: state.clone(), generation: *generation, committed_at_micros: *committed_at };
             let actual = checksum(key, &committed);
             if actual != *stored {
                 return Err(corrupt(format!(
@@ -275,7 +278,10 @@ mod tests {
         let states = StateDir::new(dir.path());
         let held = states.open("beta").unwrap();
         let error = states.open("beta").err().unwrap();
-        assert!(matches!(&error, StateError::Locked { holder, .. } if holder.contains(&std::process::id().to_string())), "{error}");
+        assert!(
+            matches!(&error, StateError::Locked { holder, .. } if holder.contains(&std::process::id().to_string())),
+            "{error}"
+        );
         assert!(matches!(states.reset("beta"), Err(StateError::Locked { .. })));
         drop(held);
         let moved = states.reset("beta").unwrap();

@@ -180,7 +180,9 @@ impl Reporter {
 
     pub fn running(&self) {
         tracing::info!("running");
-        self.board.lock().get_mut(&*self.key).map(|s| s.phase = Phase::Running);
+        if let Some(status) = self.board.lock().get_mut(&*self.key) {
+            status.phase = Phase::Running;
+        }
         self.board.changed.notify_one();
     }
 

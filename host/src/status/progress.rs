@@ -21,7 +21,8 @@ pub async fn log_progress(board: Arc<StatusBoard>, interval: Duration, mut shutd
         since = Instant::now();
         for status in board.snapshot() {
             let (messages, batches) = (status.messages_delivered, status.batches_acked);
-            let (before_messages, before_batches) = last.insert(status.key.clone(), (messages, batches)).unwrap_or((0, 0));
+            let (before_messages, before_batches) =
+                last.insert(status.key.clone(), (messages, batches)).unwrap_or((0, 0));
             if messages > before_messages || batches > before_batches {
                 let span = tracing::info_span!("connector", key = %status.key);
                 let _entered = span.enter();

@@ -270,7 +270,10 @@ mod tests {
     fn delivery(streams: &[(&str, &str)], messages: Vec<Message>) -> Delivery {
         Delivery {
             connector: "test".into(),
-            streams: streams.iter().map(|(s, t)| StreamConfig { stream: s.to_string(), topic: t.to_string() }).collect(),
+            streams: streams
+                .iter()
+                .map(|(s, t)| StreamConfig { stream: s.to_string(), topic: t.to_string() })
+                .collect(),
             messages: Arc::new(messages),
         }
     }

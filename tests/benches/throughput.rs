@@ -1,0 +1,127 @@
+//! `cargo bench -p ferry-tests`: how fast the random source moves through the host.
+//!
+//! Three set-ups, each for a few batch and payload sizes:
+//!
+//! * `host`: null target, cursor kept in memory: the wasm host alone (poll, lift the
+//!   batch out of the guest, ACK);
+//! * `null`: null target, cursor committed to the state file (one fsync per batch);
+//! * `local-log`: the local log and the state file, i.e. `ferry run` as configured by
+//!   the quickstart (two durable commits per batch).
+//!
+//! One connector runs the random source to `max_count`; the clock runs from its first
+//! ACK to the moment it goes idle (everything delivered and committed). Printed:
+//! messages/s, MB/s of payload, µs per batch (poll + deliver + commit + ACK), then
+//! the host's resident memory.
+//!
+//! `FERRY_BENCH_SCALE=0.1` runs a tenth of the batches (a quick look).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ferry::config::StreamConfig;
+use ferry::host::Host;
+use ferry::runtime::{Runtime, SourceComponent};
+use ferry::source::SourceConnector;
+use ferry::state::{CursorStore, StateDir};
+use ferry::status::Event;
+use ferry::target::{LocalLog, NullTarget, Target};
+use ferry_tests::components::RANDOM_SOURCE;
+use ferry_tests::harness::{MemoryCursor, Running, quick_settings};
+
+const SHAPES: &[(u64, usize)] =
+    &[(1, 100), (10, 100), (100, 100), (1000, 100), (100, 1000), (1000, 1000), (100, 10_000)];
+
+struct Measured {
+    messages: u64,
+    batches: u64,
+    elapsed: Duration,
+}
+
+async fn measure(
+    runtime: &Arc<Runtime>,
+    component: &Arc<SourceComponent>,
+    target: Arc<dyn Target>,
+    cursor: Arc<dyn CursorStore>,
+    batch: u64,
+    payload: usize,
+    batches: u64,
+) -> Measured {
+    let key = format!("bench-{batch}-{payload}");
+    let max_count = batch * batches;
+    let mut settings = quick_settings();
+    settings.poll_interval = Duration::from_millis(1);
+    let connector = SourceConnector {
+        key: key.as_str().into(),
+        component: component.clone(),
+        plugin_config:
+            serde_json::json!({ "messages_per_batch": batch, "payload_size": payload, "max_count": max_count })
+                .to_string(),
+        streams: vec![StreamConfig { stream: "bench".into(), topic: key.clone() }].into(),
+        settings,
+        target,
+        cursor,
+    };
+    let mut host = Host::new(runtime.clone());
+    host.add_source(connector, None);
+    let mut running = Running::start(host);
+    running.wait_for("the first ACK", |e| matches!(e, Event::Acked { .. })).await;
+    let start = Instant::now();
+    running.wait_idle(&key).await;
+    let elapsed = start.elapsed();
+    running.stop().await;
+    Measured { messages: max_count - batch, batches: batches - 1, elapsed }
+}
+
+fn rss_mib(field: &str) -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kib: f64 = status
+        .lines()
+        .find(|l| l.starts_with(field))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0);
+    kib / 1024.0
+}
+
+fn main() {
+    let scale: f64 = std::env::var("FERRY_BENCH_SCALE").ok().and_then(|s| s.parse().ok()).unwrap_or(1.0);
+    let tokio = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let runtime = Arc::new(Runtime::new().expect("runtime"));
+    let component = runtime.load_source(std::path::Path::new(RANDOM_SOURCE)).expect("the random source loads");
+    println!("RSS after loading the component: {:.1} MiB", rss_mib("VmRSS:"));
+    println!();
+    println!(
+        "{:<10} {:>6} {:>8} {:>8} {:>12} {:>9} {:>11}",
+        "target", "batch", "payload", "batches", "msg/s", "MB/s", "µs/batch"
+    );
+
+    for target_name in ["host", "null", "local-log"] {
+        for &(batch, payload) in SHAPES {
+            let dir = tempfile::tempdir().unwrap();
+            let key = format!("bench-{batch}-{payload}");
+            let state_file = || -> Arc<dyn CursorStore> {
+                Arc::new(StateDir::new(dir.path().join("state")).open(&key).expect("state"))
+            };
+            let (target, cursor, batches): (Arc<dyn Target>, Arc<dyn CursorStore>, u64) = match target_name {
+                "host" => (Arc::new(NullTarget), Arc::new(MemoryCursor::default()), 50_000 / batch + 2000),
+                "null" => (Arc::new(NullTarget), state_file(), 2000),
+                _ => (Arc::new(LocalLog::new(dir.path().join("log"))), state_file(), 600),
+            };
+            let batches = ((batches as f64 * scale) as u64).max(20);
+            let m = tokio.block_on(measure(&runtime, &component, target, cursor, batch, payload, batches));
+            let seconds = m.elapsed.as_secs_f64();
+            println!(
+                "{:<10} {:>6} {:>8} {:>8} {:>12.0} {:>9.1} {:>11.1}",
+                target_name,
+                batch,
+                payload,
+                m.batches,
+                m.messages as f64 / seconds,
+                (m.messages as f64 * payload as f64) / seconds / 1e6,
+                seconds * 1e6 / m.batches as f64,
+            );
+        }
+    }
+    println!();
+    println!("host RSS now {:.1} MiB, peak {:.1} MiB", rss_mib("VmRSS:"), rss_mib("VmHWM:"));
+}
