@@ -55,6 +55,9 @@ pub struct ConnectorStatus {
     pub guest_errors: u64,
     pub committed_generation: Option<u64>,
     pub last_error: Option<String>,
+    /// Whether the current instance has been idle yet (to log that once).
+    #[serde(skip)]
+    pub idled_this_instance: bool,
 }
 
 /// Something that happened to a connector.
@@ -162,10 +165,6 @@ impl Reporter {
         let _ = self.board.events.send(event);
     }
 
-    fn phase(&self) -> Phase {
-        self.board.lock().get(&*self.key).map(|s| s.phase).unwrap_or_default()
-    }
-
     pub fn starting(&self, instance: u64, committed: Option<u64>) {
         match committed {
             Some(generation) => tracing::info!(instance, generation, "starting from committed cursor"),
@@ -173,6 +172,7 @@ impl Reporter {
         }
         self.update(Event::Started { key: self.key.clone(), instance }, |s| {
             s.phase = Phase::Starting;
+            s.idled_this_instance = false;
             s.instances = instance;
             s.committed_generation = committed;
         });
@@ -244,12 +244,25 @@ impl Reporter {
         });
     }
 
-    /// The guest had nothing to deliver. Logged and published once per idle spell.
+    /// The guest had nothing to deliver. Published once per idle spell; logged at
+    /// info only the first time an instance goes idle (a paced source is idle between
+    /// every two batches, and the progress line already shows its flow).
     pub fn idle(&self) {
-        if self.phase() == Phase::Idle {
+        let (phase, first_time) = {
+            let mut connectors = self.board.lock();
+            match connectors.get_mut(&*self.key) {
+                Some(status) => (status.phase, !std::mem::replace(&mut status.idled_this_instance, true)),
+                None => return,
+            }
+        };
+        if phase == Phase::Idle {
             return;
         }
-        tracing::info!("idle: nothing to deliver, polling at the poll interval");
+        if first_time {
+            tracing::info!("idle: nothing to deliver, polling at the poll interval");
+        } else {
+            tracing::debug!("idle: nothing to deliver");
+        }
         self.update(Event::Idle { key: self.key.clone() }, |s| s.phase = Phase::Idle);
     }
 

@@ -1,0 +1,30 @@
+# Ferry's everyday commands. The scripts they call work without `just` too.
+
+# List the recipes.
+default:
+    @just --list
+
+# Install the guest toolchain if it is missing (rustup's wasm32-wasip2, or Debian's fallback).
+setup:
+    scripts/setup-guest-toolchain
+
+# Build everything and run the quickstart: a random source delivering to the local log.
+demo:
+    scripts/demo
+
+# Set up and run every test (what CI runs).
+test *ARGS:
+    scripts/test {{ARGS}}
+
+# Build the guest crates into components under target/components/.
+guests *PACKAGES:
+    cargo run --release --locked -q -p ferry-componentize -- {{PACKAGES}}
+
+# Throughput and memory figures.
+bench:
+    cargo bench --locked -p ferry-tests
+
+# Formatting and lints.
+lint:
+    cargo fmt --all --check
+    cargo clippy --release --workspace --all-targets --locked -- -D warnings
