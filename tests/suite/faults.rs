@@ -137,7 +137,7 @@ async fn too_many_nacks_in_a_row_fail_the_connector_and_it_restarts_from_committ
         .wait_for("the connector to fail", |e| matches!(e, Event::Failed { key, .. } if &**key == "flaky"))
         .await;
     let Event::Failed { reason, .. } = event else { unreachable!() };
-    assert!(reason.contains("3 NACKs in a row"), "{reason}");
+    assert!(reason.contains("3 NACKs or guest errors in a row; the last: NACK delivery-failed"), "{reason}");
     running.wait_for("a restart", |e| matches!(e, Event::Started { key, instance: 2 } if &**key == "flaky")).await;
     target.set_failing(false);
     running.wait_idle("flaky").await;

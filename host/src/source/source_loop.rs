@@ -36,6 +36,22 @@ pub(super) enum Exit {
     Trapped(CallError),
 }
 
+/// NACKs and guest errors in a row; too many fail the instance.
+struct FailureStreak {
+    count: u32,
+    max: u32,
+}
+
+impl FailureStreak {
+    /// Count one more failure; the exit when that makes too many.
+    fn failed(&mut self, what: &str) -> Option<Exit> {
+        self.count += 1;
+        (self.count >= self.max).then(|| Exit::Failed {
+            reason: format!("{} NACKs or guest errors in a row; the last: {what}", self.count),
+        })
+    }
+}
+
 pub(super) struct SourceLoop<'a> {
     pub connector: &'a SourceConnector,
     pub instance: &'a mut SourceInstance,
@@ -50,7 +66,7 @@ impl SourceLoop<'_> {
     pub async fn run(&mut self) -> Exit {
         let settings = self.connector.settings;
         let mut backoff = Backoff::new(settings.nack_backoff);
-        let mut failures_in_a_row = 0;
+        let mut streak = FailureStreak { count: 0, max: settings.max_consecutive_nacks };
 
         while !self.shutdown.is_requested() {
             // 1. Poll.
@@ -63,11 +79,8 @@ impl SourceLoop<'_> {
                 }
                 Err(CallError::Failed { message, .. }) => {
                     self.status.guest_error(&message);
-                    failures_in_a_row += 1;
-                    if failures_in_a_row >= settings.max_consecutive_nacks {
-                        return Exit::Failed {
-                            reason: format!("{failures_in_a_row} failures in a row, the last: {message}"),
-                        };
+                    if let Some(exit) = streak.failed(&format!("guest error: {message}")) {
+                        return exit;
                     }
                     self.pause(backoff.next_delay()).await;
                     continue;
@@ -79,28 +92,21 @@ impl SourceLoop<'_> {
             // 2 and 3. Deliver, then commit.
             let result = self.settle(batch).await;
 
-            // 4. Tell the guest.
+            // 4. ACK or NACK.
             if let Err(trap) = self.instance.on_batch_result(id, &result).await {
                 return Exit::Trapped(trap);
             }
             match result {
                 BatchResult::Ack => {
                     self.acked += 1;
-                    failures_in_a_row = 0;
+                    streak.count = 0;
                     backoff.reset();
                 }
                 BatchResult::Nack(nack) => {
-                    failures_in_a_row += 1;
-                    if failures_in_a_row >= settings.max_consecutive_nacks {
-                        return Exit::Failed {
-                            reason: format!(
-                                "{failures_in_a_row} NACKs in a row, the last: {}: {}",
-                                nack.reason.as_str(),
-                                nack.detail
-                            ),
-                        };
+                    if let Some(exit) = streak.failed(&format!("NACK {}: {}", nack.reason.as_str(), nack.detail)) {
+                        return exit;
                     }
-                    // 5. Back off before producing the batch again.
+                    // 5. Back off before the guest produces the batch again.
                     self.pause(backoff.next_delay()).await;
                 }
             }
