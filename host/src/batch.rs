@@ -24,6 +24,59 @@ impl Int128 {
     }
 }
 
+/// Where the ids of messages the guest left without one come from.
+#[derive(Debug, Clone, Copy)]
+pub enum IdSource<'a> {
+    /// Derived from the connector, the cursor committed before the batch and the
+    /// index in the batch: a batch produced again from the same cursor (after a NACK
+    /// or a crash) carries the same ids, so a consumer can drop the duplicates by id.
+    Cursor { connector: &'a str, committed_before: Option<&'a [u8]> },
+    /// Random. For batches that stage no cursor: nothing anchors them, and derived
+    /// ids would repeat from one such batch to the next.
+    Random,
+}
+
+/// Give every message without an id one, from `source`. Ids are never 0 (Iggy reads
+/// 0 as "assign one for me").
+pub fn assign_ids(messages: &mut [Message], source: IdSource<'_>) {
+    if messages.iter().all(|m| m.id.is_some()) {
+        return;
+    }
+    let base = match source {
+        IdSource::Cursor { connector, committed_before } => {
+            // An unambiguous encoding: lengths before variable parts.
+            let mut anchor = Vec::with_capacity(connector.len() + 24);
+            anchor.extend_from_slice(&(connector.len() as u64).to_le_bytes());
+            anchor.extend_from_slice(connector.as_bytes());
+            match committed_before {
+                None => anchor.push(0),
+                Some(cursor) => {
+                    anchor.push(1);
+                    anchor.extend_from_slice(&(cursor.len() as u64).to_le_bytes());
+                    anchor.extend_from_slice(cursor);
+                }
+            }
+            Some(xxhash_rust::xxh3::xxh3_128(&anchor).to_le_bytes())
+        }
+        IdSource::Random => None,
+    };
+    for (index, message) in messages.iter_mut().enumerate() {
+        if message.id.is_some() {
+            continue;
+        }
+        let id = match &base {
+            Some(base) => {
+                let mut input = [0u8; 24];
+                input[..16].copy_from_slice(base);
+                input[16..].copy_from_slice(&(index as u64).to_le_bytes());
+                xxhash_rust::xxh3::xxh3_128(&input)
+            }
+            None => fastrand::u128(..),
+        };
+        message.id = Some(Uint128::from(id.max(1)));
+    }
+}
+
 /// Refuse a batch the contract forbids: a message repeating a header key.
 pub fn check(messages: &[Message]) -> Result<(), String> {
     for (index, message) in messages.iter().enumerate() {
@@ -58,6 +111,45 @@ mod tests {
         }
         assert_eq!(Int128 { high: -1, low: u64::MAX }.get(), -1);
         assert_eq!(Int128 { high: i64::MIN, low: 0 }.get(), i128::MIN);
+    }
+
+    fn messages(n: usize) -> Vec<Message> {
+        (0..n).map(|_| Message { id: None, headers: vec![], payload: b"x".to_vec(), origin_timestamp: None }).collect()
+    }
+
+    fn ids(messages: &[Message]) -> Vec<u128> {
+        messages.iter().map(|m| m.id.as_ref().unwrap().get()).collect()
+    }
+
+    #[test]
+    fn derived_ids_depend_on_connector_cursor_and_index_only() {
+        let derive = |connector, cursor: Option<&[u8]>| {
+            let mut batch = messages(3);
+            assign_ids(&mut batch, IdSource::Cursor { connector, committed_before: cursor });
+            ids(&batch)
+        };
+        let first = derive("orders", Some(b"{\"next_seq\":10}"));
+        assert_eq!(first, derive("orders", Some(b"{\"next_seq\":10}")), "the same batch again: the same ids");
+        assert_eq!(first.iter().collect::<std::collections::HashSet<_>>().len(), 3, "distinct within a batch");
+        assert_ne!(first, derive("orders", Some(b"{\"next_seq\":13}")), "another cursor: other ids");
+        assert_ne!(first, derive("payments", Some(b"{\"next_seq\":10}")), "another connector: other ids");
+        assert_ne!(derive("orders", None), derive("orders", Some(b"")), "no cursor is not an empty cursor");
+        // Pinned, so that a change of the derivation (which would break dedup across an
+        // upgrade) cannot go unnoticed.
+        assert_eq!(derive("k", None)[0], 0x7938_c451_8b08_d272_35b0_13e7_9a26_7bad);
+    }
+
+    #[test]
+    fn given_ids_are_kept_and_random_ids_differ() {
+        let mut batch = messages(2);
+        batch[0].id = Some(Uint128::from(77));
+        assign_ids(&mut batch, IdSource::Cursor { connector: "k", committed_before: None });
+        assert_eq!(ids(&batch)[0], 77);
+        let (mut a, mut b) = (messages(2), messages(2));
+        assign_ids(&mut a, IdSource::Random);
+        assign_ids(&mut b, IdSource::Random);
+        assert_ne!(ids(&a), ids(&b));
+        assert!(ids(&a).iter().all(|id| *id != 0));
     }
 
     #[test]

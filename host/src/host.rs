@@ -20,7 +20,7 @@ use crate::shutdown::{self, Shutdown};
 use crate::source::{SourceConnector, SourceSettings, supervise};
 use crate::state::{StateDir, StateError};
 use crate::status::{self, StatusBoard};
-use crate::target::{LocalLog, Target};
+use crate::target::{IggyTarget, LocalLog, Target};
 
 /// What stops a host from starting.
 #[derive(Debug, thiserror::Error)]
@@ -33,6 +33,8 @@ pub enum SetupError {
     State { key: String, source: StateError },
     #[error("cannot start the WebAssembly runtime: {0:#}")]
     Runtime(anyhow::Error),
+    #[error("{0}")]
+    Iggy(String),
 }
 
 /// How a run ended.
@@ -73,7 +75,20 @@ impl Host {
         host.progress_interval = config.runtime.progress_interval;
         host.status_file = Some(status::status_file_path(&config.state.path));
 
-        let local_log: Arc<dyn Target> = Arc::new(LocalLog::new(&config.local_log.path));
+        // Iggy when configured; the local log otherwise.
+        let target: Arc<dyn Target> = match &config.iggy {
+            Some(iggy) => {
+                tracing::info!(address = %iggy.address, transport = ?iggy.transport, "delivering to Iggy");
+                Arc::new(
+                    IggyTarget::start(iggy)
+                        .map_err(|e| SetupError::Iggy(format!("{}: [iggy]: {e}", config.file.display())))?,
+                )
+            }
+            None => {
+                tracing::info!(path = %config.local_log.path.display(), "delivering to the local log");
+                Arc::new(LocalLog::new(&config.local_log.path))
+            }
+        };
         let states = StateDir::new(&config.state.path);
         let mut components: HashMap<PathBuf, Arc<SourceComponent>> = HashMap::new();
         for source in config.sources.iter().filter(|s| s.enabled) {
@@ -96,7 +111,7 @@ impl Host {
                 plugin_config: source.plugin_config_json(),
                 streams: source.streams.clone().into(),
                 settings: SourceSettings::from_config(source),
-                target: local_log.clone(),
+                target: target.clone(),
                 cursor: Arc::new(cursor),
             };
             host.add_source(connector, source.name.clone());

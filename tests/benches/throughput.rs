@@ -56,7 +56,7 @@ async fn measure(
         plugin_config:
             serde_json::json!({ "messages_per_batch": batch, "payload_size": payload, "max_count": max_count })
                 .to_string(),
-        streams: vec![StreamConfig { stream: "bench".into(), topic: key.clone() }].into(),
+        streams: vec![StreamConfig::new("bench", key.clone())].into(),
         settings,
         target,
         cursor,

@@ -40,7 +40,7 @@ impl Target for FaultyTarget {
     async fn deliver(&self, delivery: &Delivery) -> Result<(), DeliveryError> {
         if self.failing.load(Ordering::SeqCst) {
             self.refused.lock().unwrap().push(message_seqs(&delivery.messages));
-            return Err(DeliveryError("injected fault: the target refused the batch".into()));
+            return Err(DeliveryError::Failed("injected fault: the target refused the batch".into()));
         }
         self.inner.deliver(delivery).await
     }

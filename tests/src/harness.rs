@@ -72,7 +72,7 @@ impl Harness {
             key: key.into(),
             component: self.component(component),
             plugin_config: plugin_config.to_string(),
-            streams: vec![StreamConfig { stream: "test".into(), topic: key.into() }].into(),
+            streams: vec![StreamConfig::new("test", key)].into(),
             settings: quick_settings(),
             target: self.log.clone() as Arc<dyn Target>,
             cursor: self.cursor(key) as Arc<dyn CursorStore>,

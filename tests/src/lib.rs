@@ -5,6 +5,7 @@
 
 pub mod faults;
 pub mod harness;
+pub mod iggy_server;
 pub mod logs;
 pub mod records;
 

@@ -24,6 +24,11 @@ pub struct Captured {
 }
 
 impl Captured {
+    /// Every line captured so far.
+    pub fn all(&self) -> Vec<Line> {
+        self.lines.lock().unwrap().clone()
+    }
+
     /// Lines logged under connector `key`.
     pub fn of(&self, key: &str) -> Vec<Line> {
         self.lines.lock().unwrap().iter().filter(|l| l.key.as_deref() == Some(key)).cloned().collect()

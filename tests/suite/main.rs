@@ -8,6 +8,7 @@ mod bad_input;
 mod crash;
 mod faults;
 mod flow;
+mod iggy_live;
 mod isolation;
 mod process;
 mod shutdown;

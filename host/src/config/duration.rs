@@ -12,3 +12,14 @@ pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duratio
         ))
     })
 }
+
+/// `Option<Duration>` written the same way.
+pub mod optional {
+    use std::time::Duration;
+
+    use serde::Deserializer;
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Duration>, D::Error> {
+        super::deserialize(deserializer).map(Some)
+    }
+}

@@ -29,6 +29,7 @@
 
 mod duration;
 mod env;
+mod iggy;
 mod validate;
 
 use std::path::{Path, PathBuf};
@@ -37,6 +38,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 pub use env::ENV_PREFIX;
+pub use iggy::{Credentials, IggyConfig, Secret, TlsConfig, Transport};
 
 /// A problem with the configuration, naming the file and what is wrong in it.
 #[derive(Debug, thiserror::Error)]
@@ -56,6 +58,9 @@ pub struct Config {
     pub state: StateConfig,
     #[serde(default)]
     pub local_log: LocalLogConfig,
+    /// When present, sources deliver to this Iggy server instead of the local log.
+    #[serde(default)]
+    pub iggy: Option<IggyConfig>,
     #[serde(default)]
     pub sources: Vec<SourceConfig>,
     /// The file this came from.
@@ -155,11 +160,62 @@ pub struct BackoffConfig {
 }
 
 /// `[[sources.streams]]`: a stream and topic a source delivers to.
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct StreamConfig {
     pub stream: String,
     pub topic: String,
+    /// Which partition of the topic each message goes to (Iggy only).
+    #[serde(default)]
+    pub partitioning: Partitioning,
+    /// Create the stream and topic when they do not exist (Iggy only). Without it, a
+    /// missing stream or topic is an error.
+    #[serde(default)]
+    pub create: Option<CreateTopic>,
+}
+
+impl StreamConfig {
+    /// A stream/topic with default partitioning and no auto-creation.
+    pub fn new(stream: impl Into<String>, topic: impl Into<String>) -> Self {
+        StreamConfig { stream: stream.into(), topic: topic.into(), partitioning: Partitioning::Balanced, create: None }
+    }
+}
+
+/// `partitioning = "balanced" | "message_id" | { partition_id = N } | { header = "KEY" }`.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Partitioning {
+    /// The server spreads batches over the partitions.
+    #[default]
+    Balanced,
+    /// Every message to this partition.
+    PartitionId(u32),
+    /// The message id is the partitioning key: the same id, the same partition.
+    MessageId,
+    /// The value of this header is the partitioning key; a message without it is
+    /// refused.
+    Header(String),
+}
+
+/// `create = { partitions = 3, retention = "7d", enforce_fsync = true }`: what to
+/// create when missing.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct CreateTopic {
+    #[serde(default = "one")]
+    pub partitions: u32,
+    /// How long messages are kept; absent means the server's default.
+    #[serde(default, with = "duration::optional")]
+    pub retention: Option<Duration>,
+    /// Whether the server fsyncs every write to the topic before acknowledging it
+    /// (absent: the server's default, which acknowledges once in memory). Only with
+    /// it does a delivered batch survive the *server* crashing.
+    #[serde(default)]
+    pub enforce_fsync: Option<bool>,
+}
+
+fn one() -> u32 {
+    1
 }
 
 fn yes() -> bool {
@@ -221,6 +277,9 @@ impl Config {
         }
         config.file = path.to_path_buf();
         config.resolve_paths();
+        if let Some(iggy) = &config.iggy {
+            iggy.validate().map_err(|p| error(format!("[iggy]: {p}")))?;
+        }
         validate::validate(&config).map_err(error)?;
         Ok(config)
     }
@@ -242,6 +301,11 @@ impl Config {
         };
         resolve(&mut self.state.path);
         resolve(&mut self.local_log.path);
+        if let Some(iggy) = &mut self.iggy {
+            for path in [iggy.tls.ca_file.as_mut(), iggy.token_file.as_mut()].into_iter().flatten() {
+                resolve(path);
+            }
+        }
         for source in &mut self.sources {
             resolve(&mut source.path);
         }

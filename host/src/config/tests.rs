@@ -139,3 +139,112 @@ fn a_missing_file_is_named() {
     let error = Config::load_with_env(Path::new("/nonexistent/ferry.toml"), Vec::new()).unwrap_err().to_string();
     assert!(error.starts_with("/nonexistent/ferry.toml: cannot read the file"), "{error}");
 }
+
+const WITH_IGGY: &str = r#"
+[iggy]
+address = "10.0.0.5:8090"
+username = "ferry"
+password = "hunter2"
+
+[[sources]]
+key = "random"
+path = "random_source.wasm"
+
+[[sources.streams]]
+stream = "demo"
+topic = "random"
+partitioning = { header = "customer" }
+create = { partitions = 3, retention = "7d" }
+
+[[sources.streams]]
+stream = "audit"
+topic = "all"
+partitioning = { partition_id = 2 }
+
+[[sources.streams]]
+stream = "audit"
+topic = "by-id"
+partitioning = "message_id"
+"#;
+
+#[test]
+fn the_iggy_section_partitioning_and_auto_creation_parse() {
+    let config = parse(WITH_IGGY).unwrap();
+    let iggy = config.iggy.as_ref().unwrap();
+    assert_eq!((iggy.address.as_str(), iggy.transport, iggy.no_delay), ("10.0.0.5:8090", Transport::Tcp, true));
+    assert_eq!(
+        iggy.credentials().unwrap(),
+        Credentials::UsernamePassword { username: "ferry".into(), password: Secret::new("hunter2") }
+    );
+    let streams = &config.sources[0].streams;
+    assert_eq!(streams[0].partitioning, Partitioning::Header("customer".into()));
+    assert_eq!(
+        streams[0].create,
+        Some(CreateTopic { partitions: 3, retention: Some(Duration::from_secs(7 * 86400)), enforce_fsync: None })
+    );
+    assert_eq!(streams[1].partitioning, Partitioning::PartitionId(2));
+    assert_eq!(streams[2].partitioning, Partitioning::MessageId);
+    assert_eq!(streams[2].create, None);
+}
+
+#[test]
+fn secrets_never_show_in_debug_output() {
+    let config = parse(WITH_IGGY).unwrap();
+    let shown = format!("{config:?}");
+    assert!(!shown.contains("hunter2"), "{shown}");
+    assert!(shown.contains("***"));
+}
+
+#[test]
+fn credentials_must_be_exactly_one_way_to_sign_in() {
+    let without = WITH_IGGY.replace("username = \"ferry\"\npassword = \"hunter2\"\n", "");
+    assert!(problem(&without).contains("[iggy]: no credentials"), "{}", problem(&without));
+    let both = WITH_IGGY.replace("password = \"hunter2\"", "password = \"hunter2\"\ntoken = \"abc\"");
+    assert!(problem(&both).contains("more than one of"), "{}", problem(&both));
+    let orphan = WITH_IGGY.replace("password = \"hunter2\"", "token = \"abc\"");
+    assert!(problem(&orphan).contains("username is set without a password"), "{}", problem(&orphan));
+    let no_user = WITH_IGGY.replace("username = \"ferry\"\n", "");
+    assert!(problem(&no_user).contains("password is set but username is not"));
+}
+
+#[test]
+fn a_token_can_come_from_a_file_or_a_variable_and_a_bad_one_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("token"), "s3cr3t-token\n").unwrap();
+    let text = WITH_IGGY.replace("username = \"ferry\"\npassword = \"hunter2\"", "token_file = \"token\"");
+    let config = Config::parse(&dir.path().join("ferry.toml"), &text, Vec::new()).unwrap();
+    assert_eq!(config.iggy.unwrap().credentials().unwrap(), Credentials::Token(Secret::new("s3cr3t-token")));
+
+    let missing = WITH_IGGY.replace("username = \"ferry\"\npassword = \"hunter2\"", "token_file = \"nope\"");
+    let error = Config::parse(&dir.path().join("ferry.toml"), &missing, Vec::new()).unwrap_err().to_string();
+    assert!(error.contains("token_file") && error.contains("nope") && error.contains("cannot read it"), "{error}");
+
+    let unset =
+        WITH_IGGY.replace("username = \"ferry\"\npassword = \"hunter2\"", "token_env = \"FERRY_TEST_SURELY_UNSET\"");
+    let error = problem(&unset);
+    assert!(error.contains("FERRY_TEST_SURELY_UNSET is not set"), "{error}");
+}
+
+#[test]
+fn the_password_can_come_from_the_environment() {
+    let text = WITH_IGGY.replace("password = \"hunter2\"\n", "");
+    let config = parse_env(&text, &[("FERRY__IGGY__PASSWORD", "from-env")]).unwrap();
+    let credentials = config.iggy.unwrap().credentials().unwrap();
+    assert_eq!(
+        credentials,
+        Credentials::UsernamePassword { username: "ferry".into(), password: Secret::new("from-env") }
+    );
+}
+
+#[test]
+fn bad_iggy_values_are_named() {
+    let error = problem(&WITH_IGGY.replace("partitioning = \"message_id\"", "partitioning = \"random\""));
+    assert!(error.contains("partitioning") || error.contains("random"), "{error}");
+    let error = problem(&WITH_IGGY.replace("partitions = 3", "partitions = 0"));
+    assert!(error.contains("streams.create.partitions: must be at least 1"), "{error}");
+    let error =
+        problem(&WITH_IGGY.replace("address = \"10.0.0.5:8090\"", "address = \"10.0.0.5:8090\"\ntransport = \"http\""));
+    assert!(error.contains("must be a URL"), "{error}");
+    let error = problem(&WITH_IGGY.replace("address = \"10.0.0.5:8090\"", "adress = \"x\""));
+    assert!(error.contains("unknown field `adress`"), "{error}");
+}

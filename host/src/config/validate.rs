@@ -52,7 +52,18 @@ fn validate_source(source: &SourceConfig) -> Result<(), (&'static str, String)> 
         valid_name(&stream.topic).map_err(|p| ("streams.topic", format!("{:?} {p}", stream.topic)))?;
     }
     for (i, stream) in source.streams.iter().enumerate() {
-        if source.streams[..i].contains(stream) {
+        if let Some(create) = &stream.create
+            && create.partitions == 0
+        {
+            return Err(("streams.create.partitions", "must be at least 1".into()));
+        }
+        if let super::Partitioning::Header(key) = &stream.partitioning
+            && key.is_empty()
+        {
+            return Err(("streams.partitioning.header", "names no header".into()));
+        }
+        let same = |other: &super::StreamConfig| other.stream == stream.stream && other.topic == stream.topic;
+        if source.streams[..i].iter().any(same) {
             return Err(("streams", format!("{}/{} is listed twice", stream.stream, stream.topic)));
         }
     }
@@ -70,7 +81,7 @@ fn validate_source(source: &SourceConfig) -> Result<(), (&'static str, String)> 
     Ok(())
 }
 
-fn check_backoff(backoff: &BackoffConfig) -> Result<(), String> {
+pub(super) fn check_backoff(backoff: &BackoffConfig) -> Result<(), String> {
     if backoff.initial.is_zero() {
         return Err("initial must be greater than zero".into());
     }

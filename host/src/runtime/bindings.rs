@@ -9,6 +9,6 @@ wasmtime::component::bindgen!({
     exports: { default: async },
 });
 
+pub use self::iggy::connector::logging;
+pub use self::iggy::connector::types;
 pub use exports::iggy::connector::source as source_export;
-pub use iggy::connector::logging;
-pub use iggy::connector::types;

@@ -20,11 +20,11 @@ use std::time::Duration;
 
 use super::SourceConnector;
 use crate::backoff::Backoff;
-use crate::batch::{self, Batch, BatchResult, Nack, NackReason};
+use crate::batch::{self, Batch, BatchResult, IdSource, Nack, NackReason};
 use crate::runtime::{CallError, SourceInstance};
 use crate::shutdown::Shutdown;
 use crate::status::Reporter;
-use crate::target::Delivery;
+use crate::target::{Delivery, DeliveryError};
 
 /// Why the loop ended.
 pub(super) enum Exit {
@@ -57,6 +57,9 @@ pub(super) struct SourceLoop<'a> {
     pub instance: &'a mut SourceInstance,
     pub status: &'a Reporter,
     pub shutdown: Shutdown,
+    /// The committed cursor: what the guest produces from, and what the ids of its
+    /// next batch derive from.
+    pub committed: Option<Vec<u8>>,
     /// Batches acknowledged by this instance: a restart after progress starts its
     /// backoff afresh.
     pub acked: u64,
@@ -116,7 +119,7 @@ impl SourceLoop<'_> {
 
     /// Deliver the batch and commit its cursor; the verdict for `on-batch-result`.
     async fn settle(&mut self, batch: Batch) -> BatchResult {
-        let Batch { id, messages, staged_state } = batch;
+        let Batch { id, mut messages, staged_state } = batch;
         let nack = |reason: NackReason, detail: String| {
             self.status.nacked(id, reason, &detail);
             BatchResult::Nack(Nack { reason, detail })
@@ -124,6 +127,11 @@ impl SourceLoop<'_> {
         if let Err(rule) = batch::check(&messages) {
             return nack(NackReason::Rejected, rule);
         }
+        let ids = match staged_state {
+            Some(_) => IdSource::Cursor { connector: &self.connector.key, committed_before: self.committed.as_deref() },
+            None => IdSource::Random,
+        };
+        batch::assign_ids(&mut messages, ids);
         let (count, bytes) = (messages.len(), messages.iter().map(|m| m.payload.len()).sum());
         let delivery = Delivery {
             connector: self.connector.key.clone(),
@@ -133,13 +141,17 @@ impl SourceLoop<'_> {
         let timeout = self.connector.settings.delivery_timeout;
         match tokio::time::timeout(timeout, self.connector.target.deliver(&delivery)).await {
             Ok(Ok(())) => {}
-            Ok(Err(error)) => return nack(NackReason::DeliveryFailed, error.to_string()),
+            Ok(Err(DeliveryError::Failed(detail))) => return nack(NackReason::DeliveryFailed, detail),
+            Ok(Err(DeliveryError::Rejected(detail))) => return nack(NackReason::Rejected, detail),
             Err(_) => return nack(NackReason::TimedOut, format!("delivery took longer than {timeout:?}")),
         }
         let generation = match staged_state {
             None => None,
-            Some(state) => match self.connector.cursor.commit(state).await {
-                Ok(committed) => Some(committed.generation),
+            Some(state) => match self.connector.cursor.commit(state.clone()).await {
+                Ok(committed) => {
+                    self.committed = Some(state);
+                    Some(committed.generation)
+                }
                 Err(error) => {
                     return nack(
                         NackReason::StateSaveFailed,

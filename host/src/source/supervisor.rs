@@ -86,8 +86,14 @@ async fn run_instance(
     }
     status.running();
 
-    let mut source_loop =
-        SourceLoop { connector, instance: &mut instance, status, shutdown: shutdown.clone(), acked: 0 };
+    let mut source_loop = SourceLoop {
+        connector,
+        instance: &mut instance,
+        status,
+        shutdown: shutdown.clone(),
+        committed: committed.map(|c| c.state),
+        acked: 0,
+    };
     let exit = source_loop.run().await;
     let made_progress = source_loop.acked > 0;
     match exit {

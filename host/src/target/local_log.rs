@@ -34,7 +34,7 @@ const SCHEMA: &str = r#"CREATE TABLE records (
 /// The local log under one directory.
 pub struct LocalLog {
     dir: PathBuf,
-    topics: Mutex<HashMap<StreamConfig, Arc<Mutex<Connection>>>>,
+    topics: Mutex<HashMap<(String, String), Arc<Mutex<Connection>>>>,
 }
 
 /// One record read back from the log.
@@ -75,12 +75,13 @@ impl LocalLog {
     /// The open database of `stream`, opened (or created) on first use and kept.
     fn topic(&self, stream: &StreamConfig) -> Result<Arc<Mutex<Connection>>, StoreError> {
         let mut topics = self.topics.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(connection) = topics.get(stream) {
+        let name = (stream.stream.clone(), stream.topic.clone());
+        if let Some(connection) = topics.get(&name) {
             return Ok(connection.clone());
         }
         let path = Self::topic_file(&self.dir, &stream.stream, &stream.topic);
         let connection = Arc::new(Mutex::new(sqlite::open_or_create(&path, SCHEMA, FORMAT_VERSION)?));
-        topics.insert(stream.clone(), connection.clone());
+        topics.insert(name, connection.clone());
         Ok(connection)
     }
 
@@ -164,17 +165,17 @@ impl LocalLog {
 impl Target for LocalLog {
     async fn deliver(&self, delivery: &Delivery) -> Result<(), DeliveryError> {
         for stream in delivery.streams.iter() {
-            let connection = self.topic(stream).map_err(|e| DeliveryError(e.to_string()))?;
+            let connection = self.topic(stream).map_err(|e| DeliveryError::Failed(e.to_string()))?;
             let messages = delivery.messages.clone();
             let connector = delivery.connector.clone();
             let path = Self::topic_file(&self.dir, &stream.stream, &stream.topic);
             tokio::task::spawn_blocking(move || {
                 let mut connection = connection.lock().unwrap_or_else(|e| e.into_inner());
                 append(&mut connection, &connector, &messages)
-                    .map_err(|e| DeliveryError(format!("{}: cannot append: {e}", path.display())))
+                    .map_err(|e| DeliveryError::Failed(format!("{}: cannot append: {e}", path.display())))
             })
             .await
-            .map_err(|e| DeliveryError(format!("local log append task failed: {e}")))??;
+            .map_err(|e| DeliveryError::Failed(format!("local log append task failed: {e}")))??;
         }
         Ok(())
     }
@@ -270,10 +271,7 @@ mod tests {
     fn delivery(streams: &[(&str, &str)], messages: Vec<Message>) -> Delivery {
         Delivery {
             connector: "test".into(),
-            streams: streams
-                .iter()
-                .map(|(s, t)| StreamConfig { stream: s.to_string(), topic: t.to_string() })
-                .collect(),
+            streams: streams.iter().map(|(s, t)| StreamConfig::new(*s, *t)).collect(),
             messages: Arc::new(messages),
         }
     }

@@ -1,9 +1,11 @@
 //! Where batches go. A target takes a whole batch and says, once, whether all of it
 //! was durably accepted: the source loop commits the cursor only on `Ok`.
 //!
-//! [`LocalLog`] is the embedded default (no server needed); [`NullTarget`] accepts
+//! [`IggyTarget`] delivers to an Apache Iggy server; [`LocalLog`] is the embedded
+//! default when none is configured (no server needed); [`NullTarget`] accepts
 //! everything and keeps nothing, for benchmarks.
 
+pub mod iggy;
 mod local_log;
 mod null;
 
@@ -14,6 +16,7 @@ use async_trait::async_trait;
 use crate::batch::Message;
 use crate::config::StreamConfig;
 
+pub use iggy::IggyTarget;
 pub use local_log::{LocalLog, Record};
 pub use null::NullTarget;
 
@@ -29,9 +32,17 @@ pub struct Delivery {
 }
 
 /// A delivery that did not (entirely) succeed.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("{0}")]
-pub struct DeliveryError(pub String);
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DeliveryError {
+    /// The target could not take the batch now (unreachable, refused, failed);
+    /// the same batch may well succeed later.
+    #[error("{0}")]
+    Failed(String),
+    /// The target cannot take this batch as it is (a message it cannot represent):
+    /// the host rejects the batch.
+    #[error("{0}")]
+    Rejected(String),
+}
 
 #[async_trait]
 pub trait Target: Send + Sync {

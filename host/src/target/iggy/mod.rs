@@ -1,0 +1,163 @@
+//! The Iggy target: every batch sent to an Apache Iggy server and acknowledged by it
+//! before the source loop commits the cursor.
+//!
+//! "Delivered" means the server answered the send of every part of the batch, to
+//! every configured stream/topic. There is no background buffering between the
+//! source's poll and the commit: each send is awaited. Anything short of that
+//! (connection down, a send failed or abandoned at its timeout, one stream of
+//! several refused) is an error, so the loop NACKs, and the batch produced again
+//! carries the same message ids (derived by the source loop), which lets a consumer
+//! drop the part that had landed. Delivery is at-least-once: this Iggy has no
+//! server-side deduplication (consumers deduplicate by id).
+
+mod connection;
+mod messages;
+mod topics;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use iggy::prelude::{IggyError, MessageClient};
+
+use super::{Delivery, DeliveryError, Target};
+use crate::config::{IggyConfig, StreamConfig};
+use connection::Connection;
+use topics::Topics;
+
+pub use messages::{Send, plan, to_iggy};
+pub use topics::TopicInfo;
+
+/// Delivers to one Iggy server over one connection shared by every connector.
+pub struct IggyTarget {
+    connection: Arc<Connection>,
+    topics: Topics,
+}
+
+impl IggyTarget {
+    /// Start connecting to the server of `config`, in the background: the host starts
+    /// even while the server is down, and deliveries fail (NACK) until it is up. The
+    /// connection lives as long as the target. Must be called within a tokio runtime.
+    pub fn start(config: &IggyConfig) -> Result<IggyTarget, String> {
+        let credentials = config.credentials()?;
+        Ok(IggyTarget { connection: Connection::start(config, credentials), topics: Topics::default() })
+    }
+
+    async fn deliver_to(
+        &self,
+        client: &iggy::prelude::IggyClient,
+        stream: &StreamConfig,
+        delivery: &Delivery,
+    ) -> Result<(), SendError> {
+        let address = self.connection.address();
+        let topic = self.topics.ensure(client, stream, address).await?;
+        let sends = plan(&stream.partitioning, &topic, &delivery.messages).map_err(SendError::rejected)?;
+        for send in sends {
+            let mut batch = send
+                .messages
+                .iter()
+                .map(|&index| to_iggy(index, &delivery.messages[index]))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(SendError::rejected)?;
+            let sent = client.send_messages(&topic.stream_id, &topic.topic_id, &send.partitioning, &mut batch).await;
+            if let Err(error) = sent {
+                if matches!(
+                    error,
+                    IggyError::StreamNameNotFound(_)
+                        | IggyError::TopicNameNotFound(..)
+                        | IggyError::StreamIdNotFound(_)
+                        | IggyError::TopicIdNotFound(..)
+                ) {
+                    self.topics.forget(stream).await;
+                }
+                return Err(
+                    SendError::from_iggy(error).context(format!("sending to {}/{}", stream.stream, stream.topic))
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Target for IggyTarget {
+    async fn deliver(&self, delivery: &Delivery) -> Result<(), DeliveryError> {
+        let live = self.connection.current().map_err(DeliveryError::Failed)?;
+        // If this future is dropped mid-send (the loop's delivery timeout), the guard
+        // reports the connection broken: a half-sent request must not be followed by
+        // another on the same connection.
+        let mut guard =
+            AbandonGuard { connection: &self.connection, generation: live.generation, armed: true, reason: None };
+        for stream in delivery.streams.iter() {
+            if let Err(error) = self.deliver_to(&live.client, stream, delivery).await {
+                guard.armed = error.breaks_connection;
+                if error.breaks_connection {
+                    guard.reason = Some(error.message.clone());
+                }
+                return Err(if error.rejected {
+                    DeliveryError::Rejected(error.message)
+                } else {
+                    DeliveryError::Failed(error.message)
+                });
+            }
+        }
+        guard.armed = false;
+        Ok(())
+    }
+}
+
+struct AbandonGuard<'a> {
+    connection: &'a Connection,
+    generation: u64,
+    armed: bool,
+    reason: Option<String>,
+}
+
+impl Drop for AbandonGuard<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let why = self.reason.take().unwrap_or_else(|| "a send was abandoned at its timeout".into());
+            self.connection.report_broken(self.generation, why);
+        }
+    }
+}
+
+/// Why a send failed, and what that says about the connection.
+#[derive(Debug)]
+pub struct SendError {
+    message: String,
+    /// The connection is not to be trusted any more: reconnect.
+    breaks_connection: bool,
+    /// The batch itself is the problem: NACK `rejected`.
+    rejected: bool,
+}
+
+impl SendError {
+    fn failed(message: String) -> Self {
+        SendError { message, breaks_connection: false, rejected: false }
+    }
+
+    fn rejected(message: String) -> Self {
+        SendError { message, breaks_connection: false, rejected: true }
+    }
+
+    fn from_iggy(error: IggyError) -> Self {
+        let breaks_connection = matches!(
+            error,
+            IggyError::Disconnected
+                | IggyError::NotConnected
+                | IggyError::CannotEstablishConnection
+                | IggyError::ConnectionClosed
+                | IggyError::TcpError
+                | IggyError::IoError(_)
+                | IggyError::EmptyResponse
+                | IggyError::Unauthenticated
+                | IggyError::HttpError(_)
+        );
+        SendError { message: error.to_string(), breaks_connection, rejected: false }
+    }
+
+    fn context(mut self, what: String) -> Self {
+        self.message = format!("{what}: {}", self.message);
+        self
+    }
+}

@@ -1,0 +1,205 @@
+//! An `iggy-server` of the suite's own, for the live tests.
+//!
+//! No registry carries the Iggy server, so these tests are opt-in:
+//! `FERRY_TEST_IGGY_SERVER` names an `iggy-server` binary (built by hand from an
+//! apache/iggy checkout) and `FERRY_TEST_IGGY_CONFIG` its `core/server/config.toml`
+//! (by default looked for above the binary). Each test starts its own server on a
+//! free port with a temporary data directory, and can kill it and start it again on
+//! the same data. Without the variable, each live test says loudly that it was
+//! skipped, and why.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use iggy::prelude::{
+    Client, Consumer, Identifier, IggyClient, IggyMessage, MessageClient, PollingStrategy, TopicClient, UserClient,
+};
+
+/// Root credentials of the test servers.
+pub const USERNAME: &str = "iggy";
+pub const PASSWORD: &str = "iggy";
+
+/// The server binary and its config, or `None` after printing why the test named
+/// `test` is skipped.
+pub fn live_server(test: &str) -> Option<IggyServer> {
+    let Some(binary) = std::env::var_os("FERRY_TEST_IGGY_SERVER").map(PathBuf::from) else {
+        eprintln!(
+            "\n*** SKIPPED {test}: it needs a live Iggy server. Set FERRY_TEST_IGGY_SERVER to an iggy-server \
+             binary (and FERRY_TEST_IGGY_CONFIG to its core/server/config.toml) to run it. ***\n"
+        );
+        return None;
+    };
+    let config = std::env::var_os("FERRY_TEST_IGGY_CONFIG").map(PathBuf::from).or_else(|| {
+        binary.ancestors().map(|dir| dir.join("core/server/config.toml")).find(|candidate| candidate.exists())
+    });
+    let Some(config) = config else {
+        panic!(
+            "FERRY_TEST_IGGY_SERVER is set, but no server config was found: set FERRY_TEST_IGGY_CONFIG to core/server/config.toml"
+        );
+    };
+    assert!(binary.exists(), "FERRY_TEST_IGGY_SERVER={} does not exist", binary.display());
+    Some(IggyServer::start(binary, config))
+}
+
+/// A running (or stopped) server on a data directory of its own.
+pub struct IggyServer {
+    binary: PathBuf,
+    config: PathBuf,
+    data: tempfile::TempDir,
+    port: u16,
+    child: Option<Child>,
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
+}
+
+impl IggyServer {
+    fn start(binary: PathBuf, config: PathBuf) -> IggyServer {
+        let mut server = IggyServer {
+            binary,
+            config,
+            data: tempfile::tempdir().expect("a data directory"),
+            port: free_port(),
+            child: None,
+        };
+        server.restart();
+        server
+    }
+
+    /// `127.0.0.1:PORT`, the TCP address.
+    pub fn address(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Start the server (again) on the same port and data directory, and wait until
+    /// it accepts connections.
+    pub fn restart(&mut self) {
+        assert!(self.child.is_none(), "the server is already running");
+        let log = std::fs::File::create(self.data.path().join("server.log")).expect("a log file");
+        let child = Command::new(&self.binary)
+            .env("IGGY_CONFIG_PATH", &self.config)
+            .env("IGGY_SYSTEM_PATH", self.data.path().join("data"))
+            .env("IGGY_TCP_ADDRESS", self.address())
+            .env("IGGY_HTTP_ENABLED", "false")
+            .env("IGGY_QUIC_ENABLED", "false")
+            .env("IGGY_WEBSOCKET_ENABLED", "false")
+            .env("IGGY_ROOT_USERNAME", USERNAME)
+            .env("IGGY_ROOT_PASSWORD", PASSWORD)
+            .env("IGGY_SYSTEM_SHARDING_CPU_ALLOCATION", "1")
+            .env("IGGY_SYSTEM_SHARDING_PIN_CORES", "false")
+            .current_dir(self.data.path())
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("a log file"))
+            .stderr(log)
+            .spawn()
+            .expect("iggy-server starts");
+        self.child = Some(child);
+        // Readiness can only be seen by trying: connect until the port answers.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while std::net::TcpStream::connect(self.address()).is_err() {
+            if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+                panic!("iggy-server exited ({status}); its log:\n{}", self.log());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "iggy-server did not listen on {}; its log:\n{}",
+                self.address(),
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// `kill -9` the server.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// What the server logged.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.data.path().join("server.log")).unwrap_or_default()
+    }
+
+    /// A client signed in as root.
+    pub async fn client(&self) -> IggyClient {
+        let client = IggyClient::builder()
+            .with_tcp()
+            .with_server_address(self.address())
+            .with_no_delay()
+            .build()
+            .expect("a client");
+        client.connect().await.expect("connected");
+        client.login_user(USERNAME, PASSWORD).await.expect("signed in");
+        client
+    }
+
+    /// Every message of `stream`/`topic`, from every partition, in offset order per
+    /// partition.
+    pub async fn read_all(&self, stream: &str, topic: &str) -> Vec<IggyMessage> {
+        let client = self.client().await;
+        let (stream_id, topic_id) = (Identifier::named(stream).unwrap(), Identifier::named(topic).unwrap());
+        let details = client.get_topic(&stream_id, &topic_id).await.expect("get_topic").expect("the topic exists");
+        let mut all = Vec::new();
+        for partition in details.partitions {
+            let mut offset = 0;
+            loop {
+                let polled = client
+                    .poll_messages(
+                        &stream_id,
+                        &topic_id,
+                        Some(partition.id),
+                        &Consumer::default(),
+                        &PollingStrategy::offset(offset),
+                        1000,
+                        false,
+                    )
+                    .await
+                    .expect("poll_messages");
+                if polled.messages.is_empty() {
+                    break;
+                }
+                offset = polled.messages.last().unwrap().header.offset + 1;
+                all.extend(polled.messages);
+            }
+        }
+        all
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        self.data.path()
+    }
+}
+
+impl Drop for IggyServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+impl IggyServer {
+    /// Ferry's `[iggy]` section for this server, with `password` (root's by default)
+    /// and a quick reconnect.
+    pub fn ferry_config(&self, password: &str) -> ferry::config::IggyConfig {
+        serde_json::from_value(serde_json::json!({
+            "address": self.address(),
+            "username": USERNAME,
+            "password": password,
+            "reconnect_backoff": { "initial": "100ms", "max": "1s" },
+        }))
+        .expect("a valid [iggy] section")
+    }
+}
+
+/// A stream/topic entry that creates a one-partition topic that fsyncs every write,
+/// so that what the server acknowledged survives the server being killed.
+pub fn durable_stream(stream: &str, topic: &str) -> ferry::config::StreamConfig {
+    let mut config = ferry::config::StreamConfig::new(stream, topic);
+    config.create = Some(ferry::config::CreateTopic { partitions: 1, retention: None, enforce_fsync: Some(true) });
+    config
+}
