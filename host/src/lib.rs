@@ -13,7 +13,7 @@
 //!   instantiating components; [`grants`]: what a guest may reach (deny by default);
 //! * [`source`]: the source loop (poll, deliver, commit, ack / nack, back off) and the
 //!   supervisor that restarts it;
-//! * [`target`]: where batches are delivered (the local log, for now);
+//! * [`target`]: where batches are delivered (an Iggy server, or the local log);
 //! * [`state`]: the committed cursors;
 //! * [`status`], [`shutdown`]: what operators see and how the host stops;
 //! * [`host`]: all of the above wired together for `ferry run`;

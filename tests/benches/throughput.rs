@@ -13,6 +13,12 @@
 //! messages/s, MB/s of payload, µs per batch (poll + deliver + commit + ACK), then
 //! the host's resident memory.
 //!
+//! With `FERRY_TEST_IGGY_SERVER` set (see `ferry_tests::iggy_server`), the same into
+//! a live Iggy server of the benchmark's own, next to a plain native producer written
+//! with the `iggy` crate that sends identical batches (same sizes, one connection,
+//! awaiting each send, TCP_NODELAY): the ratio of the two is the cost of the wasm
+//! host.
+//!
 //! `FERRY_BENCH_SCALE=0.1` runs a tenth of the batches (a quick look).
 
 use std::sync::Arc;
@@ -24,9 +30,10 @@ use ferry::runtime::{Runtime, SourceComponent};
 use ferry::source::SourceConnector;
 use ferry::state::{CursorStore, StateDir};
 use ferry::status::Event;
-use ferry::target::{LocalLog, NullTarget, Target};
+use ferry::target::{IggyTarget, LocalLog, NullTarget, Target};
 use ferry_tests::components::RANDOM_SOURCE;
 use ferry_tests::harness::{MemoryCursor, Running, quick_settings};
+use ferry_tests::iggy_server::{IggyServer, PASSWORD};
 
 const SHAPES: &[(u64, usize)] =
     &[(1, 100), (10, 100), (100, 100), (1000, 100), (100, 1000), (1000, 1000), (100, 10_000)];
@@ -46,7 +53,21 @@ async fn measure(
     payload: usize,
     batches: u64,
 ) -> Measured {
-    let key = format!("bench-{batch}-{payload}");
+    measure_into(runtime, component, target, cursor, &format!("bench-{batch}-{payload}"), batch, payload, batches).await
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn measure_into(
+    runtime: &Arc<Runtime>,
+    component: &Arc<SourceComponent>,
+    target: Arc<dyn Target>,
+    cursor: Arc<dyn CursorStore>,
+    key: &str,
+    batch: u64,
+    payload: usize,
+    batches: u64,
+) -> Measured {
+    let key = key.to_string();
     let max_count = batch * batches;
     let mut settings = quick_settings();
     settings.poll_interval = Duration::from_millis(1);
@@ -56,7 +77,12 @@ async fn measure(
         plugin_config:
             serde_json::json!({ "messages_per_batch": batch, "payload_size": payload, "max_count": max_count })
                 .to_string(),
-        streams: vec![StreamConfig::new("bench", key.clone())].into(),
+        streams: vec![{
+            let mut stream = StreamConfig::new("bench", key.clone());
+            stream.create = Some(ferry::config::CreateTopic { partitions: 1, retention: None, enforce_fsync: None });
+            stream
+        }]
+        .into(),
         settings,
         target,
         cursor,
@@ -109,19 +135,88 @@ fn main() {
             };
             let batches = ((batches as f64 * scale) as u64).max(20);
             let m = tokio.block_on(measure(&runtime, &component, target, cursor, batch, payload, batches));
-            let seconds = m.elapsed.as_secs_f64();
-            println!(
-                "{:<10} {:>6} {:>8} {:>8} {:>12.0} {:>9.1} {:>11.1}",
-                target_name,
-                batch,
-                payload,
-                m.batches,
-                m.messages as f64 / seconds,
-                (m.messages as f64 * payload as f64) / seconds / 1e6,
-                seconds * 1e6 / m.batches as f64,
-            );
+            print_row(target_name, batch, payload, &m);
+        }
+    }
+    if let Some(server) = ferry_tests::iggy_server::live_server("the Iggy benchmark") {
+        // The Iggy target starts its connection task on this runtime.
+        let _entered = tokio.enter();
+        println!();
+        for &(batch, payload) in IGGY_SHAPES {
+            let batches = ((IGGY_BATCHES as f64 * scale) as u64).max(20);
+            let dir = tempfile::tempdir().unwrap();
+            let key = format!("iggy-{batch}-{payload}");
+            for with_state_file in [false, true] {
+                let target: Arc<dyn Target> = Arc::new(IggyTarget::start(&server.ferry_config(PASSWORD)).unwrap());
+                let cursor: Arc<dyn CursorStore> = if with_state_file {
+                    Arc::new(StateDir::new(dir.path().join("state")).open(&key).expect("state"))
+                } else {
+                    Arc::new(MemoryCursor::default())
+                };
+                let topic = format!("{key}-{with_state_file}");
+                let m =
+                    tokio.block_on(measure_into(&runtime, &component, target, cursor, &topic, batch, payload, batches));
+                let name = if with_state_file { "iggy" } else { "iggy-host" };
+                print_row(name, batch, payload, &m);
+            }
+            let m =
+                tokio.block_on(native_producer(&server, &format!("native-{batch}-{payload}"), batch, payload, batches));
+            print_row("native", batch, payload, &m);
         }
     }
     println!();
     println!("host RSS now {:.1} MiB, peak {:.1} MiB", rss_mib("VmRSS:"), rss_mib("VmHWM:"));
+}
+
+const IGGY_SHAPES: &[(u64, usize)] = &[(100, 100), (1000, 100), (1000, 1000)];
+const IGGY_BATCHES: u64 = 1000;
+
+fn print_row(name: &str, batch: u64, payload: usize, m: &Measured) {
+    let seconds = m.elapsed.as_secs_f64();
+    println!(
+        "{:<10} {:>6} {:>8} {:>8} {:>12.0} {:>9.1} {:>11.1}",
+        name,
+        batch,
+        payload,
+        m.batches,
+        m.messages as f64 / seconds,
+        (m.messages as f64 * payload as f64) / seconds / 1e6,
+        seconds * 1e6 / m.batches as f64,
+    );
+}
+
+/// The plain producer Ferry is measured against: one connection, each batch awaited.
+async fn native_producer(server: &IggyServer, topic: &str, batch: u64, payload: usize, batches: u64) -> Measured {
+    use iggy::prelude::{
+        Identifier, IggyMessage, MessageClient, Partitioning, StreamClient, TopicClient, TopicCreateOptions,
+    };
+    let client = server.client().await;
+    let stream = Identifier::named("bench").unwrap();
+    if client.get_stream(&stream).await.unwrap().is_none() {
+        client.create_stream("bench").await.unwrap();
+    }
+    client
+        .create_topic(&stream, topic, &TopicCreateOptions { partitions_count: Some(1), ..Default::default() })
+        .await
+        .unwrap();
+    let topic_id = Identifier::named(topic).unwrap();
+    let text = "x".repeat(payload.saturating_sub(24));
+    let mut seq = 0u64;
+    let mut make = || -> Vec<IggyMessage> {
+        (0..batch)
+            .map(|_| {
+                seq += 1;
+                let body = format!("{{\"seq\":{seq},\"text\":\"{text}\"}}");
+                IggyMessage::builder().id(fastrand::u128(1..)).payload(body.into_bytes().into()).build().unwrap()
+            })
+            .collect()
+    };
+    let mut first = make();
+    client.send_messages(&stream, &topic_id, &Partitioning::balanced(), &mut first).await.unwrap();
+    let start = Instant::now();
+    for _ in 1..batches {
+        let mut messages = make();
+        client.send_messages(&stream, &topic_id, &Partitioning::balanced(), &mut messages).await.unwrap();
+    }
+    Measured { messages: (batches - 1) * batch, batches: batches - 1, elapsed: start.elapsed() }
 }
