@@ -79,7 +79,12 @@ async fn measure_into(
                 .to_string(),
         streams: vec![{
             let mut stream = StreamConfig::new("bench", key.clone());
-            stream.create = Some(ferry::config::CreateTopic { partitions: 1, retention: None, enforce_fsync: None });
+            stream.create = Some(ferry::config::CreateTopic {
+                partitions: 1,
+                retention: None,
+                enforce_fsync: None,
+                messages_required_to_save: None,
+            });
             stream
         }]
         .into(),

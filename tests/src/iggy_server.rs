@@ -78,7 +78,11 @@ impl IggyServer {
     /// it accepts connections.
     pub fn restart(&mut self) {
         assert!(self.child.is_none(), "the server is already running");
-        let log = std::fs::File::create(self.data.path().join("server.log")).expect("a log file");
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.data.path().join("server.log"))
+            .expect("a log file");
         let child = Command::new(&self.binary)
             .env("IGGY_CONFIG_PATH", &self.config)
             .env("IGGY_SYSTEM_PATH", self.data.path().join("data"))
@@ -196,10 +200,16 @@ impl IggyServer {
     }
 }
 
-/// A stream/topic entry that creates a one-partition topic that fsyncs every write,
-/// so that what the server acknowledged survives the server being killed.
+/// A stream/topic entry that creates a one-partition topic written to disk and
+/// fsynced at every send, so that what the server acknowledged survives the server
+/// being killed (by default it acknowledges what it only holds in memory).
 pub fn durable_stream(stream: &str, topic: &str) -> ferry::config::StreamConfig {
     let mut config = ferry::config::StreamConfig::new(stream, topic);
-    config.create = Some(ferry::config::CreateTopic { partitions: 1, retention: None, enforce_fsync: Some(true) });
+    config.create = Some(ferry::config::CreateTopic {
+        partitions: 1,
+        retention: None,
+        enforce_fsync: Some(true),
+        messages_required_to_save: Some(1),
+    });
     config
 }

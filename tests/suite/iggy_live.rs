@@ -147,7 +147,8 @@ async fn the_server_killed_mid_flow_loses_nothing_and_flow_resumes_by_itself() {
     assert!(heard.iter().any(|l| l.contains("not acknowledged")), "the guest heard the NACKs: {heard:?}");
 
     tokio::task::block_in_place(|| server.restart());
-    running.wait_idle("live-kill").await;
+    // A paced source idles between batches: wait for the last commit (3000 / 10).
+    wait_generation(&mut running, "live-kill", 300).await;
     running.stop().await;
     assert_eq!(next_seq(&h.committed("live-kill").unwrap().state), 3000);
 
@@ -242,7 +243,7 @@ poll_interval = "2ms"
 [[sources.streams]]
 stream = "crash"
 topic = "{key}"
-create = {{ partitions = 1, enforce_fsync = true }}
+create = {{ partitions = 1, enforce_fsync = true, messages_required_to_save = 1 }}
 
 [sources.plugin_config]
 {plugin_config}

@@ -197,8 +197,7 @@ pub enum Partitioning {
     Header(String),
 }
 
-/// `create = { partitions = 3, retention = "7d", enforce_fsync = true }`: what to
-/// create when missing.
+/// `create = { partitions = 3, retention = "7d" }`: what to create when missing.
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct CreateTopic {
@@ -207,11 +206,16 @@ pub struct CreateTopic {
     /// How long messages are kept; absent means the server's default.
     #[serde(default, with = "duration::optional")]
     pub retention: Option<Duration>,
-    /// Whether the server fsyncs every write to the topic before acknowledging it
-    /// (absent: the server's default, which acknowledges once in memory). Only with
-    /// it does a delivered batch survive the *server* crashing.
+    /// Whether the server fsyncs what it writes to the topic (absent: the server's
+    /// default, no).
     #[serde(default)]
     pub enforce_fsync: Option<bool>,
+    /// After how many messages the server writes the topic to disk (absent: the
+    /// server's default, 1024). The server acknowledges a send once it holds it in
+    /// memory, so only with `enforce_fsync = true` and `messages_required_to_save = 1`
+    /// does every delivered batch survive the *server* being killed.
+    #[serde(default)]
+    pub messages_required_to_save: Option<u32>,
 }
 
 fn one() -> u32 {

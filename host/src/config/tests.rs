@@ -180,7 +180,12 @@ fn the_iggy_section_partitioning_and_auto_creation_parse() {
     assert_eq!(streams[0].partitioning, Partitioning::Header("customer".into()));
     assert_eq!(
         streams[0].create,
-        Some(CreateTopic { partitions: 3, retention: Some(Duration::from_secs(7 * 86400)), enforce_fsync: None })
+        Some(CreateTopic {
+            partitions: 3,
+            retention: Some(Duration::from_secs(7 * 86400)),
+            enforce_fsync: None,
+            messages_required_to_save: None
+        })
     );
     assert_eq!(streams[1].partitioning, Partitioning::PartitionId(2));
     assert_eq!(streams[2].partitioning, Partitioning::MessageId);

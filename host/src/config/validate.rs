@@ -52,10 +52,13 @@ fn validate_source(source: &SourceConfig) -> Result<(), (&'static str, String)> 
         valid_name(&stream.topic).map_err(|p| ("streams.topic", format!("{:?} {p}", stream.topic)))?;
     }
     for (i, stream) in source.streams.iter().enumerate() {
-        if let Some(create) = &stream.create
-            && create.partitions == 0
-        {
-            return Err(("streams.create.partitions", "must be at least 1".into()));
+        if let Some(create) = &stream.create {
+            if create.partitions == 0 {
+                return Err(("streams.create.partitions", "must be at least 1".into()));
+            }
+            if create.messages_required_to_save == Some(0) {
+                return Err(("streams.create.messages_required_to_save", "must be at least 1".into()));
+            }
         }
         if let super::Partitioning::Header(key) = &stream.partitioning
             && key.is_empty()

@@ -85,6 +85,7 @@ async fn lookup_or_create(client: &IggyClient, config: &StreamConfig, address: &
                 partitions_count: Some(create.partitions),
                 message_expiry: create.retention.map(|d| IggyExpiry::ExpireDuration(IggyDuration::new(d))),
                 enforce_fsync: create.enforce_fsync,
+                messages_required_to_save: create.messages_required_to_save,
                 ..Default::default()
             };
             match client.create_topic(&stream_id, topic, &options).await {
