@@ -2,6 +2,7 @@
 //! of the guest once, never copied per message), plus the checks the host makes
 //! before delivering a batch.
 
+use crate::config::Limits;
 pub use crate::runtime::bindings::types::{
     Batch, BatchResult, Header, HeaderValue, Int128, Message, Nack, NackReason, Uint128,
 };
@@ -77,16 +78,65 @@ pub fn assign_ids(messages: &mut [Message], source: IdSource<'_>) {
     }
 }
 
-/// Refuse a batch the contract forbids: a message repeating a header key.
-pub fn check(messages: &[Message]) -> Result<(), String> {
+/// Refuse a batch the contract forbids (a message repeating a header key) or one
+/// over the connector's size limits. The error names the message and the limit.
+pub fn check(messages: &[Message], staged_state: Option<&[u8]>, limits: &Limits) -> Result<(), String> {
+    if messages.len() > limits.max_messages_per_batch as usize {
+        return Err(format!(
+            "the batch has {} messages, over limits.max_messages_per_batch ({})",
+            messages.len(),
+            limits.max_messages_per_batch
+        ));
+    }
+    if let Some(state) = staged_state
+        && state.len() as u64 > limits.max_state_bytes.bytes()
+    {
+        return Err(format!(
+            "the staged cursor is {} bytes, over limits.max_state_bytes ({})",
+            state.len(),
+            limits.max_state_bytes
+        ));
+    }
+    let mut batch_bytes = 0u64;
     for (index, message) in messages.iter().enumerate() {
         for (i, header) in message.headers.iter().enumerate() {
             if message.headers[..i].iter().any(|h| h.key == header.key) {
                 return Err(format!("message {index} repeats the header key {:?}", header.key));
             }
         }
+        let size = message_size(message);
+        if size > limits.max_message_bytes.bytes() {
+            return Err(format!(
+                "message {index} is {size} bytes (payload and headers), over limits.max_message_bytes ({})",
+                limits.max_message_bytes
+            ));
+        }
+        batch_bytes += size;
+    }
+    if batch_bytes > limits.max_batch_bytes.bytes() {
+        return Err(format!(
+            "the batch is {batch_bytes} bytes (payloads and headers), over limits.max_batch_bytes ({})",
+            limits.max_batch_bytes
+        ));
     }
     Ok(())
+}
+
+/// Payload and headers, as the bytes a message takes.
+fn message_size(message: &Message) -> u64 {
+    let headers: usize = message
+        .headers
+        .iter()
+        .map(|h| {
+            h.key.len()
+                + match &h.value {
+                    HeaderValue::String(s) => s.len(),
+                    HeaderValue::Raw(b) => b.len(),
+                    _ => 16,
+                }
+        })
+        .sum();
+    (message.payload.len() + headers) as u64
 }
 
 impl NackReason {
@@ -156,8 +206,39 @@ mod tests {
     fn repeated_header_keys_are_refused() {
         let header = |key: &str| Header { key: key.into(), value: HeaderValue::Bool(true) };
         let message = |headers| Message { id: None, headers, payload: vec![], origin_timestamp: None };
-        assert!(check(&[message(vec![header("a"), header("b")])]).is_ok());
-        let error = check(&[message(vec![]), message(vec![header("a"), header("a")])]).unwrap_err();
+        let limits = Limits::default();
+        assert!(check(&[message(vec![header("a"), header("b")])], None, &limits).is_ok());
+        let error = check(&[message(vec![]), message(vec![header("a"), header("a")])], None, &limits).unwrap_err();
         assert!(error.contains("message 1") && error.contains("\"a\""), "{error}");
+    }
+
+    #[test]
+    fn batches_over_a_size_limit_are_refused_naming_it() {
+        use crate::config::ByteSize;
+        let limits = Limits {
+            max_messages_per_batch: 3,
+            max_message_bytes: ByteSize(10),
+            max_batch_bytes: ByteSize(20),
+            max_state_bytes: ByteSize(4),
+            ..Limits::default()
+        };
+        let sized = |n: usize, bytes: usize| -> Vec<Message> {
+            (0..n)
+                .map(|_| Message { id: None, headers: vec![], payload: vec![b'x'; bytes], origin_timestamp: None })
+                .collect()
+        };
+        assert!(check(&sized(3, 6), Some(b"abcd"), &limits).is_ok(), "at every limit is within them");
+        let refused = |messages: &[Message], state: Option<&[u8]>| check(messages, state, &limits).unwrap_err();
+        assert!(refused(&sized(4, 1), None).contains("limits.max_messages_per_batch (3)"));
+        assert!(refused(&sized(1, 11), None).contains("message 0 is 11 bytes"));
+        assert!(refused(&sized(3, 7), None).contains("limits.max_batch_bytes (20 B)"));
+        assert!(refused(&sized(1, 1), Some(b"abcde")).contains("limits.max_state_bytes (4 B)"));
+        let with_header = Message {
+            id: None,
+            headers: vec![Header { key: "k".into(), value: HeaderValue::String("123456789".into()) }],
+            payload: vec![b'x'],
+            origin_timestamp: None,
+        };
+        assert!(refused(&[with_header], None).contains("limits.max_message_bytes"), "headers count");
     }
 }

@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use tracing::Instrument;
 
-use crate::config::{Config, ConfigError};
-use crate::runtime::{LoadError, Runtime, SourceComponent};
+use crate::config::{Config, ConfigError, IggyConfig};
+use crate::runtime::{EngineOptions, LoadError, PoolSize, Runtime, Sandbox, SourceComponent};
 use crate::shutdown::{self, Shutdown};
 use crate::source::{SourceConnector, SourceSettings, supervise};
 use crate::state::{StateDir, StateError};
@@ -69,7 +69,7 @@ impl Host {
 
     /// The host `config` describes, every part of it checked.
     pub fn from_config(config: &Config) -> Result<Host, SetupError> {
-        let runtime = Arc::new(Runtime::new().map_err(SetupError::Runtime)?);
+        let runtime = Arc::new(Runtime::with_options(&engine_options(config)).map_err(SetupError::Runtime)?);
         let mut host = Host::new(runtime.clone());
         host.grace_period = config.runtime.shutdown_grace_period;
         host.progress_interval = config.runtime.progress_interval;
@@ -79,17 +79,25 @@ impl Host {
         let target: Arc<dyn Target> = match &config.iggy {
             Some(iggy) => {
                 tracing::info!(address = %iggy.address, transport = ?iggy.transport, "delivering to Iggy");
-                Arc::new(
-                    IggyTarget::start(iggy)
-                        .map_err(|e| SetupError::Iggy(format!("{}: [iggy]: {e}", config.file.display())))?,
-                )
+                start_iggy(config, iggy, "[iggy]")?
             }
             None => {
                 tracing::info!(path = %config.local_log.path.display(), "delivering to the local log");
                 Arc::new(LocalLog::new(&config.local_log.path))
             }
         };
-        let states = StateDir::new(&config.state.path);
+        // A tenant with credentials of its own gets a connection of its own, so the
+        // server's permissions for that user decide what its connectors reach.
+        let mut tenant_targets: HashMap<&str, Arc<dyn Target>> = HashMap::new();
+        for tenant in &config.tenants {
+            if let (Some(iggy), Some(own)) = (&config.iggy, &tenant.iggy) {
+                let iggy = iggy.with_credentials_of(own);
+                let at = format!("[[tenants]] `{}`: [tenants.iggy]", tenant.key);
+                tracing::info!(tenant = %tenant.key, "delivering to Iggy with the tenant's own credentials");
+                tenant_targets.insert(&tenant.key, start_iggy(config, &iggy, &at)?);
+            }
+        }
+        let mut state_dirs: HashMap<PathBuf, StateDir> = HashMap::new();
         let mut components: HashMap<PathBuf, Arc<SourceComponent>> = HashMap::new();
         for source in config.sources.iter().filter(|s| s.enabled) {
             let component = match components.get(&source.path) {
@@ -103,20 +111,34 @@ impl Host {
                     component
                 }
             };
+            let state_dir = config.state_dir_of(source);
+            let states = state_dirs.entry(state_dir.clone()).or_insert_with(|| StateDir::new(&state_dir));
             let cursor =
                 states.open(&source.key).map_err(|e| SetupError::State { key: source.key.clone(), source: e })?;
+            let plugin_config = source.plugin_config_json().map_err(|problem| ConfigError {
+                file: config.file.clone(),
+                problem: format!("sources (key `{}`): {problem}", source.key),
+            })?;
+            let tenant = source.tenant.as_deref();
             let connector = SourceConnector {
                 key: source.key.as_str().into(),
+                tenant: tenant.map(Into::into),
                 component,
-                plugin_config: source.plugin_config_json(),
+                plugin_config,
                 streams: source.streams.clone().into(),
                 settings: SourceSettings::from_config(source),
-                target: target.clone(),
+                sandbox: Sandbox { limits: source.limits.clone(), grants: source.grants.clone() },
+                target: tenant.and_then(|t| tenant_targets.get(t)).unwrap_or(&target).clone(),
                 cursor: Arc::new(cursor),
             };
             host.add_source(connector, source.name.clone());
         }
         Ok(host)
+    }
+
+    /// The runtime the connectors run on.
+    pub fn runtime(&self) -> &Arc<Runtime> {
+        &self.runtime
     }
 
     pub fn add_source(&mut self, connector: SourceConnector, name: Option<String>) {
@@ -152,8 +174,12 @@ impl Host {
         let mut tasks = Vec::new();
         for (connector, name) in self.connectors {
             let key = connector.key.clone();
-            let span = tracing::info_span!("connector", key = %key);
-            let reporter = self.status.reporter(&key, name);
+            let tenant = connector.tenant.clone();
+            let span = match &tenant {
+                Some(tenant) => tracing::info_span!("connector", key = %key, tenant = %tenant),
+                None => tracing::info_span!("connector", key = %key),
+            };
+            let reporter = self.status.reporter(&key, name, tenant.as_deref());
             let task = supervise(self.runtime.clone(), connector, reporter, shutdown.clone()).instrument(span);
             tasks.push((key, tokio::spawn(task)));
         }
@@ -185,4 +211,26 @@ impl Host {
         }
         report
     }
+}
+
+/// The engine the config needs: fuel metering only if some connector asks for it,
+/// and a pool sized for the enabled connectors.
+pub fn engine_options(config: &Config) -> EngineOptions {
+    let enabled: Vec<_> = config.sources.iter().filter(|s| s.enabled).collect();
+    EngineOptions {
+        fuel: enabled.iter().any(|s| s.limits.fuel.is_some()),
+        allocator: config.runtime.allocator,
+        pool: PoolSize {
+            // One live instance per connector, and room for a restart to begin before
+            // the old instance is gone.
+            instances: (enabled.len() as u32).saturating_mul(2).saturating_add(4),
+            max_memory_bytes: enabled.iter().map(|s| s.limits.memory.bytes()).max().unwrap_or(64 << 20),
+        },
+    }
+}
+
+fn start_iggy(config: &Config, iggy: &IggyConfig, at: &str) -> Result<Arc<dyn Target>, SetupError> {
+    let target =
+        IggyTarget::start(iggy).map_err(|e| SetupError::Iggy(format!("{}: {at}: {e}", config.file.display())))?;
+    Ok(Arc::new(target))
 }

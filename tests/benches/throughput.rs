@@ -73,6 +73,7 @@ async fn measure_into(
     settings.poll_interval = Duration::from_millis(1);
     let connector = SourceConnector {
         key: key.as_str().into(),
+        tenant: None,
         component: component.clone(),
         plugin_config:
             serde_json::json!({ "messages_per_batch": batch, "payload_size": payload, "max_count": max_count })
@@ -89,6 +90,7 @@ async fn measure_into(
         }]
         .into(),
         settings,
+        sandbox: Default::default(),
         target,
         cursor,
     };

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use ferry::config::{BackoffConfig, StreamConfig};
 use ferry::host::{Host, RunReport};
-use ferry::runtime::{Runtime, SourceComponent};
+use ferry::runtime::{EngineOptions, Runtime, Sandbox, SourceComponent};
 use ferry::shutdown::{self, ShutdownTrigger};
 use ferry::source::{SourceConnector, SourceSettings};
 use ferry::state::{ConnectorStateFile, CursorStore, StateDir};
@@ -49,11 +49,20 @@ impl Default for Harness {
 
 impl Harness {
     pub fn new() -> Harness {
+        Self::with_engine(&EngineOptions::default())
+    }
+
+    /// A harness whose engine meters fuel, for connectors with `limits.fuel`.
+    pub fn with_fuel() -> Harness {
+        Self::with_engine(&EngineOptions { fuel: true, ..EngineOptions::default() })
+    }
+
+    pub fn with_engine(options: &EngineOptions) -> Harness {
         crate::logs::capture();
         let dir = tempfile::tempdir().expect("a temporary directory");
         let log = Arc::new(LocalLog::new(dir.path().join("log")));
         let states = StateDir::new(dir.path().join("state"));
-        Harness { runtime: Arc::new(Runtime::new().expect("a runtime")), dir, log, states }
+        Harness { runtime: Arc::new(Runtime::with_options(options).expect("a runtime")), dir, log, states }
     }
 
     pub fn component(&self, path: &str) -> Arc<SourceComponent> {
@@ -70,10 +79,12 @@ impl Harness {
     pub fn source(&self, key: &str, component: &str, plugin_config: serde_json::Value) -> SourceConnector {
         SourceConnector {
             key: key.into(),
+            tenant: None,
             component: self.component(component),
             plugin_config: plugin_config.to_string(),
             streams: vec![StreamConfig::new("test", key)].into(),
             settings: quick_settings(),
+            sandbox: Sandbox::default(),
             target: self.log.clone() as Arc<dyn Target>,
             cursor: self.cursor(key) as Arc<dyn CursorStore>,
         }

@@ -1,13 +1,16 @@
-//! `ferry inspect COMPONENT`: what a component is, and whether ferry can run it.
+//! `ferry inspect COMPONENT [--config CONFIG --key KEY]`: what a component is,
+//! whether ferry can run it, and what a connector's grants would let it reach.
 
 use std::path::Path;
 use std::process::ExitCode;
 
+use crate::config::Config;
 use crate::contract::{self, ComponentWorld, Contract, SOURCE_WORLD};
+use crate::grants::{self, Verdict};
 use crate::runtime::Runtime;
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 
-pub fn inspect(path: &Path, wit: bool) -> Result<ExitCode> {
+pub fn inspect(path: &Path, wit: bool, grants_of: Option<(&Path, &str)>) -> Result<ExitCode> {
     let bytes = std::fs::read(path).with_context(|| format!("{}: cannot read the component", path.display()))?;
     let world = ComponentWorld::decode(&bytes).with_context(|| path.display().to_string())?;
     println!("component: {} ({} bytes)", path.display(), bytes.len());
@@ -21,6 +24,9 @@ pub fn inspect(path: &Path, wit: bool) -> Result<ExitCode> {
     }
     if wit {
         println!("\n{}", world.wit());
+    }
+    if let Some((config_path, key)) = grants_of {
+        print_grants(&world, config_path, key)?;
     }
     if let Err(problem) = contract::check_source(&world, &Contract::load()) {
         println!("source: no: {problem}");
@@ -37,4 +43,22 @@ pub fn inspect(path: &Path, wit: bool) -> Result<ExitCode> {
             Ok(ExitCode::FAILURE)
         }
     }
+}
+
+/// Each import, granted or denied under connector `key`'s grants.
+fn print_grants(world: &ComponentWorld, config_path: &Path, key: &str) -> Result<()> {
+    let config = Config::load(config_path)?;
+    let Some(source) = config.source(key) else {
+        let keys: Vec<_> = config.sources.iter().map(|s| s.key.as_str()).collect();
+        bail!("{}: no connector has key `{key}` (keys: {})", config_path.display(), keys.join(", "));
+    };
+    println!("grants of `{key}` in {}:", config_path.display());
+    for import in world.imports() {
+        match grants::verdict(&import, &source.grants) {
+            Verdict::Granted(how) => println!("  granted      {import}  ({how})"),
+            Verdict::Denied(why) => println!("  denied       {import}  ({why})"),
+            Verdict::Unavailable => println!("  unavailable  {import}  (this host does not provide it)"),
+        }
+    }
+    Ok(())
 }

@@ -51,12 +51,23 @@ enum Command {
     ///
     /// Runs the same checks as `ferry run` (decode, contract, compile, link), then
     /// prints the result. Exits 1 if the component cannot be run as a source.
+    ///
+    /// With --config and --key, also shows which of its imports connector KEY of
+    /// CONFIG is granted, and which it would be denied (deny by default: clocks,
+    /// random and logging are always granted; environment, directories and network
+    /// only as listed in the connector's [sources.grants]).
     Inspect {
         /// The component (.wasm).
         component: PathBuf,
         /// Also print the component's whole world as WIT.
         #[arg(long)]
         wit: bool,
+        /// The configuration file whose grants to check (with --key).
+        #[arg(long, requires = "key")]
+        config: Option<PathBuf>,
+        /// The connector of --config whose grants to check.
+        #[arg(long, requires = "config")]
+        key: Option<String>,
     },
     /// Look at or reset committed cursors.
     State {
@@ -138,7 +149,10 @@ pub fn main() -> ExitCode {
 
     let result = match cli.command {
         Command::Run { config } => run::run(&config),
-        Command::Inspect { component, wit } => inspect::inspect(&component, wit),
+        Command::Inspect { component, wit, config, key } => {
+            let grants_of = config.as_deref().zip(key.as_deref());
+            inspect::inspect(&component, wit, grants_of)
+        }
         Command::State { command: StateCommand::Show { config, key, json } } => {
             state::show(&config, key.as_deref(), json)
         }

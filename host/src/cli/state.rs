@@ -24,7 +24,7 @@ pub fn show(path: &Path, only: Option<&str>, as_json: bool) -> Result<ExitCode> 
     };
     let mut any_corrupt = false;
     for key in keys {
-        let result = states.read(&key);
+        let result = states_of(&config, &key).read(&key);
         any_corrupt |= result.is_err();
         if as_json {
             let line = match &result {
@@ -49,6 +49,14 @@ pub fn show(path: &Path, only: Option<&str>, as_json: bool) -> Result<ExitCode> 
     Ok(if any_corrupt { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
+/// The state directory holding `key`'s cursor: its tenant's namespace, if it has one.
+fn states_of(config: &Config, key: &str) -> StateDir {
+    match config.source(key) {
+        Some(source) => StateDir::new(config.state_dir_of(source)),
+        None => StateDir::new(&config.state.path),
+    }
+}
+
 fn describe(committed: &Committed) -> String {
     let cursor = match std::str::from_utf8(&committed.state) {
         Ok(text) => text.to_string(),
@@ -63,7 +71,7 @@ fn describe(committed: &Committed) -> String {
 
 pub fn reset(path: &Path, key: &str, yes: bool) -> Result<ExitCode> {
     let config = Config::load(path)?;
-    let states = StateDir::new(&config.state.path);
+    let states = states_of(&config, key);
     let current = match states.read(key) {
         Ok(Some(c)) => describe(&c),
         Ok(None) => "no committed cursor".to_string(),

@@ -174,6 +174,18 @@ impl IggyConfig {
         }
     }
 
+    /// This server, signed in to with a tenant's own credentials.
+    pub fn with_credentials_of(&self, tenant: &super::TenantIggy) -> IggyConfig {
+        IggyConfig {
+            username: tenant.username.clone(),
+            password: tenant.password.clone(),
+            token: tenant.token.clone(),
+            token_file: tenant.token_file.clone(),
+            token_env: tenant.token_env.clone(),
+            ..self.clone()
+        }
+    }
+
     pub(super) fn validate(&self) -> Result<(), String> {
         if self.address.trim().is_empty() {
             return Err("address is empty".into());

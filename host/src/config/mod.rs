@@ -27,18 +27,25 @@
 //! messages_per_batch = 10
 //! ```
 
+mod bytesize;
 mod duration;
 mod env;
 mod iggy;
+mod sandbox;
+mod tenant;
 mod validate;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
 
+pub use bytesize::ByteSize;
 pub use env::ENV_PREFIX;
 pub use iggy::{Credentials, IggyConfig, Secret, TlsConfig, Transport};
+pub use sandbox::{DirGrant, Grants, Limits, SecretSource, split_host_port};
+pub use tenant::{TenantConfig, TenantIggy};
 
 /// A problem with the configuration, naming the file and what is wrong in it.
 #[derive(Debug, thiserror::Error)]
@@ -62,6 +69,8 @@ pub struct Config {
     #[serde(default)]
     pub iggy: Option<IggyConfig>,
     #[serde(default)]
+    pub tenants: Vec<TenantConfig>,
+    #[serde(default)]
     pub sources: Vec<SourceConfig>,
     /// The file this came from.
     #[serde(skip)]
@@ -78,12 +87,28 @@ pub struct RuntimeConfig {
     /// How often each busy connector logs a progress line.
     #[serde(with = "duration")]
     pub progress_interval: Duration,
+    /// How instance memory is allocated: `on-demand` (mmap per instance) or
+    /// `pooling` (slots reserved up front, reused on every restart).
+    pub allocator: Allocator,
 }
 
 impl Default for RuntimeConfig {
     fn default() -> Self {
-        RuntimeConfig { shutdown_grace_period: Duration::from_secs(10), progress_interval: Duration::from_secs(10) }
+        RuntimeConfig {
+            shutdown_grace_period: Duration::from_secs(10),
+            progress_interval: Duration::from_secs(10),
+            allocator: Allocator::default(),
+        }
     }
+}
+
+/// `[runtime] allocator`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Allocator {
+    #[default]
+    OnDemand,
+    Pooling,
 }
 
 /// `[state]`: where committed cursors live.
@@ -123,6 +148,9 @@ pub struct SourceConfig {
     /// A display name for status output.
     #[serde(default)]
     pub name: Option<String>,
+    /// The `[[tenants]]` entry this connector belongs to.
+    #[serde(default)]
+    pub tenant: Option<String>,
     /// The component (`.wasm`) implementing the source world.
     pub path: PathBuf,
     /// Where its batches go. Every batch goes to every entry.
@@ -147,6 +175,15 @@ pub struct SourceConfig {
     /// The pause before restarting a failed or trapped instance.
     #[serde(default = "default_restart_backoff")]
     pub restart_backoff: BackoffConfig,
+    /// What the guest may use: memory, time, batch sizes, log lines.
+    #[serde(default)]
+    pub limits: Limits,
+    /// What the guest may reach beyond clocks, random and its log (nothing by default).
+    #[serde(default)]
+    pub grants: Grants,
+    /// Values the host reads and adds to `plugin_config` under these names.
+    #[serde(default)]
+    pub secrets: BTreeMap<String, SecretSource>,
 }
 
 /// A capped exponential backoff: `initial`, doubling up to `max`.
@@ -312,6 +349,19 @@ impl Config {
         }
         for source in &mut self.sources {
             resolve(&mut source.path);
+            for dir in &mut source.grants.dirs {
+                resolve(&mut dir.host);
+            }
+            for secret in source.secrets.values_mut() {
+                if let SecretSource::File(path) = secret {
+                    resolve(path);
+                }
+            }
+        }
+        for tenant in &mut self.tenants {
+            if let Some(path) = tenant.iggy.as_mut().and_then(|i| i.token_file.as_mut()) {
+                resolve(path);
+            }
         }
     }
 
@@ -319,15 +369,45 @@ impl Config {
     pub fn source(&self, key: &str) -> Option<&SourceConfig> {
         self.sources.iter().find(|s| s.key == key)
     }
+
+    /// The tenant with this key.
+    pub fn tenant(&self, key: &str) -> Option<&TenantConfig> {
+        self.tenants.iter().find(|t| t.key == key)
+    }
+
+    /// Where the committed cursor of `source` lives: the tenant's namespace, or the
+    /// top of the state directory for connectors without a tenant.
+    pub fn state_dir_of(&self, source: &SourceConfig) -> PathBuf {
+        match &source.tenant {
+            Some(tenant) => self.state.path.join("tenants").join(tenant),
+            None => self.state.path.clone(),
+        }
+    }
 }
 
 impl SourceConfig {
-    /// The guest's `plugin_config` as the JSON document its `open` receives.
-    pub fn plugin_config_json(&self) -> String {
-        match &self.plugin_config {
-            Some(table) => serde_json::to_string(table).expect("a TOML table is valid JSON"),
-            None => "{}".to_string(),
+    /// The guest's `plugin_config` as the JSON document its `open` receives, with
+    /// its secrets read and added. The error names the secret and where it was
+    /// looked for, never a value.
+    pub fn plugin_config_json(&self) -> Result<String, String> {
+        let mut document = match &self.plugin_config {
+            Some(table) => serde_json::to_value(table).map_err(|e| format!("plugin_config: {e}"))?,
+            None => serde_json::Value::Object(Default::default()),
+        };
+        let object = document.as_object_mut().expect("a TOML table becomes a JSON object");
+        for (name, source) in &self.secrets {
+            let value = match source {
+                SecretSource::Env(variable) => std::env::var(variable)
+                    .map_err(|_| format!("secrets.{name}: the environment variable {variable} is not set"))?,
+                SecretSource::File(path) => {
+                    let text = std::fs::read_to_string(path)
+                        .map_err(|e| format!("secrets.{name}: cannot read {}: {e}", path.display()))?;
+                    text.strip_suffix('\n').unwrap_or(&text).to_string()
+                }
+            };
+            object.insert(name.clone(), serde_json::Value::String(value));
         }
+        Ok(document.to_string())
     }
 }
 

@@ -36,7 +36,7 @@ fn defaults_and_paths_relative_to_the_file() {
     assert_eq!(config.local_log.path, Path::new("conf/log"));
     assert_eq!(source.poll_interval, Duration::from_millis(100));
     assert_eq!(source.max_consecutive_nacks, 5);
-    assert_eq!(source.plugin_config_json(), "{}");
+    assert_eq!(source.plugin_config_json().unwrap(), "{}");
 }
 
 #[test]
@@ -45,7 +45,7 @@ fn plugin_config_becomes_json() {
         "{MINIMAL}\n[sources.plugin_config]\nmessages_per_batch = 3\nname = \"x\"\nnested = {{ a = [1, 2] }}\n"
     );
     let config = parse(&text).unwrap();
-    let json: serde_json::Value = serde_json::from_str(&config.sources[0].plugin_config_json()).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&config.sources[0].plugin_config_json().unwrap()).unwrap();
     assert_eq!(json, serde_json::json!({ "messages_per_batch": 3, "name": "x", "nested": { "a": [1, 2] } }));
 }
 
@@ -116,7 +116,7 @@ fn environment_overrides_reach_sections_and_sources_with_types() {
     assert_eq!(config.state.path, Path::new("/var/lib/ferry"));
     let source = &config.sources[0];
     assert_eq!(source.max_consecutive_nacks, 9);
-    let json: serde_json::Value = serde_json::from_str(&source.plugin_config_json()).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&source.plugin_config_json().unwrap()).unwrap();
     assert_eq!(json["messages_per_batch"], 7);
     assert_eq!(json["api_token"], "s3cret");
 }
@@ -252,4 +252,108 @@ fn bad_iggy_values_are_named() {
     assert!(error.contains("must be a URL"), "{error}");
     let error = problem(&WITH_IGGY.replace("address = \"10.0.0.5:8090\"", "adress = \"x\""));
     assert!(error.contains("unknown field `adress`"), "{error}");
+}
+
+#[test]
+fn limits_have_safe_defaults_and_parse_sizes_and_durations() {
+    let config = parse(MINIMAL).unwrap();
+    assert_eq!(config.sources[0].limits, Limits::default());
+    assert_eq!(config.sources[0].grants, Grants::default(), "nothing is granted by default");
+    let text = format!(
+        "{MINIMAL}\n[sources.limits]\nmemory = \"16MiB\"\ncall_timeout = \"250ms\"\nfuel = 1000\nmax_message_bytes = 512\n"
+    );
+    let limits = parse(&text).unwrap().sources[0].limits.clone();
+    assert_eq!(limits.memory, ByteSize::mib(16));
+    assert_eq!(limits.call_timeout, Duration::from_millis(250));
+    assert_eq!(limits.fuel, Some(1000));
+    assert_eq!(limits.max_message_bytes, ByteSize(512));
+    assert_eq!(limits.max_batch_bytes, Limits::default().max_batch_bytes, "the rest keep their defaults");
+}
+
+#[test]
+fn bad_limits_are_named() {
+    let with = |limits: &str| problem(&format!("{MINIMAL}\n[sources.limits]\n{limits}\n"));
+    let error = with("memory = \"64MB\"");
+    assert!(error.contains("unknown unit \"MB\""), "{error}");
+    let error = with("memory = \"100KiB\"");
+    assert!(error.contains("limits.memory") && error.contains("at least 1 MiB"), "{error}");
+    assert!(with("call_timeout = \"0s\"").contains("limits.call_timeout: must be greater than zero"));
+    assert!(with("max_messages_per_batch = 0").contains("limits.max_messages_per_batch"));
+    assert!(with("fuel = 0").contains("limits.fuel"));
+    assert!(with("stack = 1").contains("unknown field `stack`"));
+}
+
+#[test]
+fn grants_are_checked_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let with = |grants: &str| {
+        let text = format!("{MINIMAL}\n[sources.grants]\n{grants}\n");
+        Config::parse(&dir.path().join("ferry.toml"), &text, Vec::new())
+    };
+    std::fs::create_dir(dir.path().join("in")).unwrap();
+    let config =
+        with("dirs = [{ host = \"in\", guest = \"/in\" }]\nnetwork = [\"localhost:9000\"]\nenv = [\"TZ\"]").unwrap();
+    let grants = &config.sources[0].grants;
+    assert_eq!(grants.dirs[0].host, dir.path().join("in"), "relative to the config file");
+    assert!(!grants.dirs[0].writable, "read-only unless asked");
+    let error = with("dirs = [{ host = \"missing\", guest = \"/m\" }]").unwrap_err().to_string();
+    assert!(error.contains("grants.dirs.host") && error.contains("missing"), "{error}");
+    let error = with("dirs = [{ host = \"in\", guest = \"in\" }]").unwrap_err().to_string();
+    assert!(error.contains("must be an absolute path"), "{error}");
+    let error = with("network = [\"localhost\"]").unwrap_err().to_string();
+    assert!(error.contains("grants.network") && error.contains("is not `host:port`"), "{error}");
+    let error = with("network = [\"localhost:http\"]").unwrap_err().to_string();
+    assert!(error.contains("not a port number"), "{error}");
+}
+
+#[test]
+fn secrets_are_added_to_plugin_config_and_a_missing_one_is_named_without_a_value() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("token"), "s3cret\n").unwrap();
+    let text = format!(
+        "{MINIMAL}\n[sources.plugin_config]\nurl = \"x\"\n[sources.secrets]\ntoken = {{ file = \"token\" }}\nkey = {{ env = \"FERRY_TEST_UNSET_SECRET_VARIABLE\" }}\n"
+    );
+    let config = Config::parse(&dir.path().join("ferry.toml"), &text, Vec::new()).unwrap();
+    let error = config.sources[0].plugin_config_json().unwrap_err();
+    assert!(error.contains("secrets.key") && error.contains("FERRY_TEST_UNSET_SECRET_VARIABLE"), "{error}");
+    let mut source = config.sources[0].clone();
+    source.secrets.remove("key");
+    let json: serde_json::Value = serde_json::from_str(&source.plugin_config_json().unwrap()).unwrap();
+    assert_eq!(json, serde_json::json!({ "url": "x", "token": "s3cret" }));
+    let clash =
+        format!("{MINIMAL}\n[sources.plugin_config]\ntoken = \"x\"\n[sources.secrets]\ntoken = {{ env = \"X\" }}\n");
+    assert!(problem(&clash).contains("`token` is also a key of plugin_config"));
+}
+
+const TENANTS: &str = r#"
+[[tenants]]
+key = "acme"
+max_connectors = 1
+max_memory = "100MiB"
+
+[[sources]]
+key = "a"
+tenant = "acme"
+path = "a.wasm"
+streams = [{ stream = "s", topic = "t" }]
+limits = { memory = "64MiB" }
+"#;
+
+#[test]
+fn tenants_namespace_state_and_cap_their_connectors() {
+    let config = parse(TENANTS).unwrap();
+    let source = config.source("a").unwrap();
+    assert_eq!(config.state_dir_of(source), Path::new("conf/state/tenants/acme"));
+    let second = "[[sources]]\nkey = \"b\"\ntenant = \"acme\"\npath = \"b.wasm\"\nstreams = [{ stream = \"s\", topic = \"u\" }]\nlimits = { memory = \"16MiB\" }\n";
+    let error = problem(&format!("{TENANTS}\n{second}"));
+    assert!(error.contains("tenant `acme` has 2 enabled connectors, more than its max_connectors (1)"), "{error}");
+    let roomy = TENANTS.replace("max_connectors = 1", "max_connectors = 2");
+    assert!(parse(&format!("{roomy}\n{second}")).is_ok(), "80 MiB fits in 100 MiB");
+    let big = TENANTS.replace("max_connectors = 1", "max_connectors = 2").replace("100MiB", "70MiB");
+    let error = problem(&format!("{big}\n{second}"));
+    assert!(error.contains("limits.memory add up to 80 MiB, more than its max_memory (70 MiB)"), "{error}");
+    let error = problem(&TENANTS.replace("tenant = \"acme\"", "tenant = \"other\""));
+    assert!(error.contains("tenant: no [[tenants]] entry has key `other`"), "{error}");
+    let error = problem(&format!("{TENANTS}\n[tenants.iggy]\nusername = \"acme\"\npassword = \"pw\"\n"));
+    assert!(error.contains("needs an [iggy] section"), "{error}");
 }

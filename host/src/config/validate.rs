@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use super::{BackoffConfig, Config, SourceConfig};
+use super::{BackoffConfig, ByteSize, Config, Grants, Limits, SourceConfig};
 
 /// Connector keys name files and log spans: keep them to a safe alphabet.
 pub fn valid_key(key: &str) -> Result<(), String> {
@@ -31,6 +31,21 @@ pub fn valid_name(name: &str) -> Result<(), String> {
 }
 
 pub fn validate(config: &Config) -> Result<(), String> {
+    let mut tenants: HashMap<&str, usize> = HashMap::new();
+    for (index, tenant) in config.tenants.iter().enumerate() {
+        valid_key(&tenant.key).map_err(|p| format!("tenants[{index}]: key {:?} {p}", tenant.key))?;
+        if let Some(first) = tenants.insert(&tenant.key, index) {
+            return Err(format!("tenants[{index}]: key `{}` is already used by tenants[{first}]", tenant.key));
+        }
+        if tenant.iggy.is_some() && config.iggy.is_none() {
+            return Err(format!("tenants[{index}] (key `{}`): [tenants.iggy] needs an [iggy] section", tenant.key));
+        }
+        if let (Some(iggy), Some(own)) = (&config.iggy, &tenant.iggy) {
+            iggy.with_credentials_of(own)
+                .credentials()
+                .map_err(|p| format!("tenants[{index}] (key `{}`): [tenants.iggy]: {p}", tenant.key))?;
+        }
+    }
     let mut seen: HashMap<&str, usize> = HashMap::new();
     for (index, source) in config.sources.iter().enumerate() {
         let at = |what: &str, problem: String| format!("sources[{index}] (key `{}`): {what}: {problem}", source.key);
@@ -38,7 +53,92 @@ pub fn validate(config: &Config) -> Result<(), String> {
         if let Some(first) = seen.insert(&source.key, index) {
             return Err(at("key", format!("already used by sources[{first}]; keys must be unique")));
         }
+        if let Some(tenant) = &source.tenant
+            && !tenants.contains_key(tenant.as_str())
+        {
+            return Err(at("tenant", format!("no [[tenants]] entry has key `{tenant}`")));
+        }
         validate_source(source).map_err(|(what, problem)| at(what, problem))?;
+    }
+    validate_tenant_totals(config)
+}
+
+/// Each tenant's connector count and total memory within its limits.
+fn validate_tenant_totals(config: &Config) -> Result<(), String> {
+    for tenant in &config.tenants {
+        let members: Vec<_> =
+            config.sources.iter().filter(|s| s.enabled && s.tenant.as_deref() == Some(&tenant.key)).collect();
+        if let Some(max) = tenant.max_connectors
+            && members.len() > max as usize
+        {
+            return Err(format!(
+                "tenant `{}` has {} enabled connectors, more than its max_connectors ({max})",
+                tenant.key,
+                members.len()
+            ));
+        }
+        if let Some(max) = tenant.max_memory {
+            let total: u64 = members.iter().map(|s| s.limits.memory.bytes()).sum();
+            if total > max.bytes() {
+                return Err(format!(
+                    "tenant `{}`: its connectors' limits.memory add up to {}, more than its max_memory ({max})",
+                    tenant.key,
+                    ByteSize(total)
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn validate_limits(limits: &Limits) -> Result<(), (&'static str, String)> {
+    if limits.memory < ByteSize::mib(1) {
+        return Err((
+            "limits.memory",
+            format!("{} is too small to run any component; give at least 1 MiB", limits.memory),
+        ));
+    }
+    if limits.call_timeout.is_zero() {
+        return Err(("limits.call_timeout", "must be greater than zero".into()));
+    }
+    let nonzero = [
+        ("limits.instances", u64::from(limits.instances)),
+        ("limits.tables", u64::from(limits.tables)),
+        ("limits.memories", u64::from(limits.memories)),
+        ("limits.max_messages_per_batch", u64::from(limits.max_messages_per_batch)),
+        ("limits.max_batch_bytes", limits.max_batch_bytes.bytes()),
+        ("limits.max_message_bytes", limits.max_message_bytes.bytes()),
+        ("limits.max_state_bytes", limits.max_state_bytes.bytes()),
+        ("limits.log_lines_per_second", u64::from(limits.log_lines_per_second)),
+        ("limits.log_burst", u64::from(limits.log_burst)),
+    ];
+    if let Some((key, _)) = nonzero.iter().find(|(_, value)| *value == 0) {
+        return Err((key, "must be greater than zero".into()));
+    }
+    if limits.fuel == Some(0) {
+        return Err(("limits.fuel", "must be greater than zero (leave it out for no metering)".into()));
+    }
+    Ok(())
+}
+
+fn validate_grants(grants: &Grants) -> Result<(), (&'static str, String)> {
+    for name in &grants.env {
+        if name.is_empty() || name.contains('=') || name.contains('\0') {
+            return Err(("grants.env", format!("{name:?} is not an environment variable name")));
+        }
+    }
+    for dir in &grants.dirs {
+        if !dir.guest.starts_with('/') {
+            return Err(("grants.dirs.guest", format!("{:?} must be an absolute path, like \"/data\"", dir.guest)));
+        }
+        match std::fs::metadata(&dir.host) {
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => return Err(("grants.dirs.host", format!("{} is not a directory", dir.host.display()))),
+            Err(e) => return Err(("grants.dirs.host", format!("{}: {e}", dir.host.display()))),
+        }
+    }
+    for entry in &grants.network {
+        super::split_host_port(entry).map_err(|p| ("grants.network", p))?;
     }
     Ok(())
 }
@@ -81,6 +181,13 @@ fn validate_source(source: &SourceConfig) -> Result<(), (&'static str, String)> 
     }
     check_backoff(&source.nack_backoff).map_err(|p| ("nack_backoff", p))?;
     check_backoff(&source.restart_backoff).map_err(|p| ("restart_backoff", p))?;
+    validate_limits(&source.limits)?;
+    validate_grants(&source.grants)?;
+    if let Some(plugin_config) = &source.plugin_config
+        && let Some(name) = source.secrets.keys().find(|name| plugin_config.contains_key(name.as_str()))
+    {
+        return Err(("secrets", format!("`{name}` is also a key of plugin_config; a secret must not overwrite it")));
+    }
     Ok(())
 }
 

@@ -1,15 +1,19 @@
 //! What a guest's store holds: its WASI context (built from its grants), its resource
-//! table, and its log. One per instance; nothing in it is shared with another guest.
+//! table, its log, and the limits it runs under. One per instance; nothing in it is
+//! shared with another guest.
 
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
+use super::limits::{CallClock, MemoryLimiter};
 use crate::grants::logging::GuestLog;
 
 pub struct GuestContext {
     pub(crate) wasi: WasiCtx,
     pub(crate) table: ResourceTable,
     pub(crate) log: GuestLog,
+    pub(crate) limiter: MemoryLimiter,
+    pub(crate) clock: CallClock,
 }
 
 impl WasiView for GuestContext {

@@ -2,15 +2,27 @@
 //!
 //! A call either returns what the guest returned, or fails with [`CallError`]:
 //! the guest reported an error (the instance is fine), or it trapped (a panic,
-//! `unreachable`, an out-of-bounds access, a host-side failure during the call). A
-//! trapped instance is never called again: its state may be half-updated, so the
-//! supervisor drops it and starts a new one from the committed cursor.
+//! `unreachable`, an out-of-bounds access, running out of time or fuel, a host-side
+//! failure during the call). A trapped instance is never called again: its state may
+//! be half-updated, so the supervisor drops it and starts a new one from the
+//! committed cursor.
+//!
+//! Every call runs under the instance's limits: its clock is restarted and its fuel
+//! refilled first, and the whole call, wasm and host calls alike, is bounded by
+//! `limits.call_timeout`. The epoch interrupts wasm that computes too long; the
+//! timeout around the call catches a guest parked in a host call (a long sleep),
+//! which no epoch can interrupt.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use wasmtime::Store;
 
 use super::bindings::SourceConnector;
 use super::bindings::types::{Batch, BatchResult};
 use super::context::GuestContext;
+use super::limits::CallTimedOut;
 
 /// How a guest call failed.
 #[derive(Debug, thiserror::Error)]
@@ -39,39 +51,80 @@ fn trap_summary(error: &wasmtime::Error) -> String {
 pub struct SourceInstance {
     store: Store<GuestContext>,
     bindings: SourceConnector,
+    /// Fuel each call starts with, when the engine meters fuel.
+    fuel_per_call: Option<u64>,
+    fuel_consumed: Arc<AtomicU64>,
 }
 
 impl SourceInstance {
-    pub(super) fn new(store: Store<GuestContext>, bindings: SourceConnector) -> Self {
-        SourceInstance { store, bindings }
+    pub(super) fn new(
+        store: Store<GuestContext>,
+        bindings: SourceConnector,
+        fuel_per_call: Option<u64>,
+        fuel_consumed: Arc<AtomicU64>,
+    ) -> Self {
+        SourceInstance { store, bindings, fuel_per_call, fuel_consumed }
     }
 
     pub async fn open(&mut self, config: &str, committed_state: Option<&[u8]>) -> Result<(), CallError> {
+        let timeout = self.begin_call("open")?;
         let guest = self.bindings.iggy_connector_source();
-        let result = guest
-            .call_open(&mut self.store, config, committed_state)
-            .await
-            .map_err(|error| CallError::Trapped { call: "open", error })?;
-        result.map_err(|e| CallError::Failed { call: "open", message: e.message })
+        let result = within(timeout, "open", guest.call_open(&mut self.store, config, committed_state)).await;
+        self.end_call();
+        result?.map_err(|e| CallError::Failed { call: "open", message: e.message })
     }
 
     pub async fn poll(&mut self) -> Result<Option<Batch>, CallError> {
+        let timeout = self.begin_call("poll")?;
         let guest = self.bindings.iggy_connector_source();
-        let result =
-            guest.call_poll(&mut self.store).await.map_err(|error| CallError::Trapped { call: "poll", error })?;
-        result.map_err(|e| CallError::Failed { call: "poll", message: e.message })
+        let result = within(timeout, "poll", guest.call_poll(&mut self.store)).await;
+        self.end_call();
+        result?.map_err(|e| CallError::Failed { call: "poll", message: e.message })
     }
 
     pub async fn on_batch_result(&mut self, id: u64, result: &BatchResult) -> Result<(), CallError> {
+        let timeout = self.begin_call("on-batch-result")?;
         let guest = self.bindings.iggy_connector_source();
-        guest
-            .call_on_batch_result(&mut self.store, id, result)
-            .await
-            .map_err(|error| CallError::Trapped { call: "on-batch-result", error })
+        let outcome = within(timeout, "on-batch-result", guest.call_on_batch_result(&mut self.store, id, result)).await;
+        self.end_call();
+        outcome
     }
 
     pub async fn close(&mut self) -> Result<(), CallError> {
+        let timeout = self.begin_call("close")?;
         let guest = self.bindings.iggy_connector_source();
-        guest.call_close(&mut self.store).await.map_err(|error| CallError::Trapped { call: "close", error })
+        let outcome = within(timeout, "close", guest.call_close(&mut self.store)).await;
+        self.end_call();
+        outcome
+    }
+
+    /// Restart the call clock and refill the fuel; the call's time limit.
+    fn begin_call(&mut self, call: &'static str) -> Result<Duration, CallError> {
+        self.store.data_mut().clock.start();
+        if let Some(fuel) = self.fuel_per_call {
+            self.store.set_fuel(fuel).map_err(|error| CallError::Trapped { call, error })?;
+        }
+        Ok(self.store.data().clock.timeout())
+    }
+
+    /// Count the fuel the call burnt.
+    fn end_call(&mut self) {
+        if let Some(budget) = self.fuel_per_call {
+            let left = self.store.get_fuel().unwrap_or(0);
+            self.fuel_consumed.fetch_add(budget.saturating_sub(left), Ordering::Relaxed);
+        }
+    }
+}
+
+/// Run one call, bounded by `timeout` even while the guest waits in a host call.
+async fn within<R>(
+    timeout: Duration,
+    call: &'static str,
+    future: impl Future<Output = wasmtime::Result<R>>,
+) -> Result<R, CallError> {
+    match tokio::time::timeout(timeout, future).await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(error)) => Err(CallError::Trapped { call, error }),
+        Err(_) => Err(CallError::Trapped { call, error: CallTimedOut { timeout }.into() }),
     }
 }

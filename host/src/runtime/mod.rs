@@ -1,22 +1,35 @@
 //! The sandbox: one wasmtime engine, components loaded and checked against the
-//! contract, and instances created from them, each in a store of its own.
+//! contract, and instances created from them, each in a store of its own, under its
+//! connector's limits and with only its grants.
 
 pub mod bindings;
 pub mod context;
 mod engine;
 pub mod instance;
+pub mod limits;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 
 use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
 use wasmtime::{Engine, Store};
 
+use crate::config::{Grants, Limits};
 use crate::contract::{self, ComponentWorld, Contract, ContractError};
 use crate::grants::{self, logging::GuestLog};
 use bindings::SourceConnectorPre;
 use context::GuestContext;
+pub use engine::{EngineOptions, PoolSize};
 pub use instance::{CallError, SourceInstance};
+use limits::{CallClock, MemoryLimiter};
+
+/// What one connector's instances may use and reach.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Sandbox {
+    pub limits: Limits,
+    pub grants: Grants,
+}
 
 /// Why a component cannot be used as a source. Always names the file.
 #[derive(Debug, thiserror::Error)]
@@ -55,15 +68,26 @@ pub struct Runtime {
     engine: Engine,
     linker: Linker<GuestContext>,
     contract: Contract,
+    meters_fuel: bool,
 }
 
 impl Runtime {
+    /// A runtime with the default engine: no fuel metering, on-demand allocation.
     pub fn new() -> anyhow::Result<Runtime> {
-        let engine = engine::new_engine()?;
+        Self::with_options(&EngineOptions::default())
+    }
+
+    pub fn with_options(options: &EngineOptions) -> anyhow::Result<Runtime> {
+        let engine = engine::new_engine(options)?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
         bindings::logging::add_to_linker::<GuestContext, HasSelf<GuestContext>>(&mut linker, |ctx| ctx)?;
-        Ok(Runtime { engine, linker, contract: Contract::load() })
+        Ok(Runtime { engine, linker, contract: Contract::load(), meters_fuel: options.fuel })
+    }
+
+    /// Whether this engine meters fuel (so `limits.fuel` can be honoured).
+    pub fn meters_fuel(&self) -> bool {
+        self.meters_fuel
     }
 
     /// Read, check and compile the component at `path`.
@@ -80,16 +104,41 @@ impl Runtime {
         Ok(Arc::new(SourceComponent { path: path.to_path_buf(), pre, imports: world.imports() }))
     }
 
-    /// A fresh instance of `component`, logging through `log`.
-    pub async fn instantiate(&self, component: &SourceComponent, log: GuestLog) -> Result<SourceInstance, CallError> {
-        let context = GuestContext { wasi: grants::wasi_context(&log), table: ResourceTable::new(), log };
+    /// A fresh instance of `component` in `sandbox`, logging through `log`, adding
+    /// the fuel its calls burn to `fuel_consumed`.
+    pub async fn instantiate(
+        &self,
+        component: &SourceComponent,
+        sandbox: &Sandbox,
+        log: GuestLog,
+        fuel_consumed: Arc<AtomicU64>,
+    ) -> Result<SourceInstance, CallError> {
+        let trapped = |error| CallError::Trapped { call: "instantiate", error };
+        let fuel_per_call = match (self.meters_fuel, sandbox.limits.fuel) {
+            (true, fuel) => Some(fuel.unwrap_or(u64::MAX)),
+            (false, None) => None,
+            (false, Some(_)) => {
+                return Err(trapped(wasmtime::Error::msg("limits.fuel is set but this runtime does not meter fuel")));
+            }
+        };
+        let wasi = grants::wasi_context(&sandbox.grants, &log).await.map_err(|p| trapped(wasmtime::Error::msg(p)))?;
+        let context = GuestContext {
+            wasi,
+            table: ResourceTable::new(),
+            log,
+            limiter: MemoryLimiter::new(&sandbox.limits),
+            clock: CallClock::new(sandbox.limits.call_timeout),
+        };
         let mut store = Store::new(&self.engine, context);
-        let bindings = component
-            .pre
-            .instantiate_async(&mut store)
-            .await
-            .map_err(|error| CallError::Trapped { call: "instantiate", error })?;
-        Ok(SourceInstance::new(store, bindings))
+        store.limiter(|context| &mut context.limiter);
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(|context| context.data().clock.on_tick());
+        if let Some(fuel) = fuel_per_call {
+            store.set_fuel(fuel).map_err(trapped)?;
+        }
+        store.data_mut().clock.start();
+        let bindings = component.pre.instantiate_async(&mut store).await.map_err(trapped)?;
+        Ok(SourceInstance::new(store, bindings, fuel_per_call, fuel_consumed))
     }
 
     /// The contract this runtime checks components against.

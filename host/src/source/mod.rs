@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::{BackoffConfig, SourceConfig, StreamConfig};
-use crate::runtime::SourceComponent;
+use crate::runtime::{Sandbox, SourceComponent};
 use crate::state::CursorStore;
 use crate::target::Target;
 
@@ -24,11 +24,15 @@ pub use supervisor::supervise;
 #[derive(Clone)]
 pub struct SourceConnector {
     pub key: Arc<str>,
+    /// The tenant it belongs to, if any.
+    pub tenant: Option<Arc<str>>,
     pub component: Arc<SourceComponent>,
     /// The guest's `plugin_config`, as the JSON its `open` receives.
     pub plugin_config: String,
     pub streams: Arc<[StreamConfig]>,
     pub settings: SourceSettings,
+    /// Its limits and grants.
+    pub sandbox: Sandbox,
     pub target: Arc<dyn Target>,
     pub cursor: Arc<dyn CursorStore>,
 }

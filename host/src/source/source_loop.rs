@@ -124,7 +124,7 @@ impl SourceLoop<'_> {
             self.status.nacked(id, reason, &detail);
             BatchResult::Nack(Nack { reason, detail })
         };
-        if let Err(rule) = batch::check(&messages) {
+        if let Err(rule) = batch::check(&messages, staged_state.as_deref(), &self.connector.sandbox.limits) {
             return nack(NackReason::Rejected, rule);
         }
         let ids = match staged_state {

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use super::SourceConnector;
 use super::source_loop::{Exit, SourceLoop};
 use crate::backoff::Backoff;
-use crate::grants::logging::GuestLog;
+use crate::grants::logging::{GuestLog, LogBudget};
 use crate::runtime::Runtime;
 use crate::shutdown::Shutdown;
 use crate::state::StateError;
@@ -22,10 +22,15 @@ use crate::status::Reporter;
 /// Run `connector` until shutdown. Call inside the connector's tracing span.
 pub async fn supervise(runtime: Arc<Runtime>, connector: SourceConnector, status: Reporter, mut shutdown: Shutdown) {
     let mut restart_backoff = Backoff::new(connector.settings.restart_backoff);
+    let limits = &connector.sandbox.limits;
+    // One log budget for every instance: restarting must not refill it.
+    let log_budget =
+        LogBudget::new(limits.log_lines_per_second, limits.log_burst, status.meters().log_lines_dropped.clone());
     let mut instances = 0;
     while !shutdown.is_requested() {
         instances += 1;
-        let reason = match run_instance(&runtime, &connector, &status, &shutdown, instances).await {
+        let log = GuestLog::new(tracing::Span::current(), log_budget.clone());
+        let reason = match run_instance(&runtime, &connector, &status, &shutdown, log, instances).await {
             Round::Stopped => break,
             Round::Refused(reason) => {
                 status.refused(&reason);
@@ -62,6 +67,7 @@ async fn run_instance(
     connector: &SourceConnector,
     status: &Reporter,
     shutdown: &Shutdown,
+    log: GuestLog,
     instance_number: u64,
 ) -> Round {
     let failed = |reason: String| Round::Failed { reason, made_progress: false };
@@ -72,8 +78,8 @@ async fn run_instance(
     };
     status.starting(instance_number, committed.as_ref().map(|c| c.generation));
 
-    let log = GuestLog::new(tracing::Span::current());
-    let mut instance = match runtime.instantiate(&connector.component, log).await {
+    let fuel_meter = status.meters().fuel_consumed.clone();
+    let mut instance = match runtime.instantiate(&connector.component, &connector.sandbox, log, fuel_meter).await {
         Ok(instance) => instance,
         Err(error) => return failed(error.to_string()),
     };

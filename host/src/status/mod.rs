@@ -8,6 +8,7 @@ mod file;
 mod progress;
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -43,6 +44,8 @@ pub enum Phase {
 pub struct ConnectorStatus {
     pub key: String,
     pub name: Option<String>,
+    #[serde(default)]
+    pub tenant: Option<String>,
     pub phase: Phase,
     /// Instances started so far (1 for the first start).
     pub instances: u64,
@@ -55,6 +58,12 @@ pub struct ConnectorStatus {
     pub guest_errors: u64,
     pub committed_generation: Option<u64>,
     pub last_error: Option<String>,
+    /// Fuel burnt by its calls (when the engine meters fuel).
+    #[serde(default)]
+    pub fuel_consumed: u64,
+    /// Guest log lines dropped by the rate limit.
+    #[serde(default)]
+    pub log_lines_dropped: u64,
     /// Whether the current instance has been idle yet (to log that once).
     #[serde(skip)]
     pub idled_this_instance: bool,
@@ -90,9 +99,25 @@ impl Event {
     }
 }
 
+/// Counters the sandbox bumps on hot paths (every call, every guest log line), so
+/// they are atomics rather than fields behind the board's lock.
+#[derive(Debug, Default)]
+pub struct Meters {
+    pub fuel_consumed: Arc<AtomicU64>,
+    pub log_lines_dropped: Arc<AtomicU64>,
+}
+
+impl Meters {
+    fn fill(&self, status: &mut ConnectorStatus) {
+        status.fuel_consumed = self.fuel_consumed.load(Ordering::Relaxed);
+        status.log_lines_dropped = self.log_lines_dropped.load(Ordering::Relaxed);
+    }
+}
+
 /// Every connector's status, and the event stream.
 pub struct StatusBoard {
     connectors: Mutex<BTreeMap<String, ConnectorStatus>>,
+    meters: Mutex<BTreeMap<String, Arc<Meters>>>,
     events: broadcast::Sender<Event>,
     changed: Notify,
     started_at_micros: u64,
@@ -102,27 +127,44 @@ impl StatusBoard {
     pub fn new() -> Arc<StatusBoard> {
         Arc::new(StatusBoard {
             connectors: Mutex::new(BTreeMap::new()),
+            meters: Mutex::new(BTreeMap::new()),
             events: broadcast::channel(4096).0,
             changed: Notify::new(),
             started_at_micros: now_micros(),
         })
     }
 
-    /// The reporter of connector `key`, which appears on the board from now on.
-    pub fn reporter(self: &Arc<Self>, key: &str, name: Option<String>) -> Reporter {
-        let status = ConnectorStatus { key: key.to_string(), name, ..Default::default() };
+    /// The reporter of connector `key` (of `tenant`, if any), which appears on the
+    /// board from now on.
+    pub fn reporter(self: &Arc<Self>, key: &str, name: Option<String>, tenant: Option<&str>) -> Reporter {
+        let status =
+            ConnectorStatus { key: key.to_string(), name, tenant: tenant.map(str::to_string), ..Default::default() };
         self.lock().insert(key.to_string(), status);
-        Reporter { key: key.into(), board: self.clone() }
+        let meters = Arc::new(Meters::default());
+        self.meters.lock().unwrap_or_else(|e| e.into_inner()).insert(key.to_string(), meters.clone());
+        Reporter { key: key.into(), board: self.clone(), meters }
     }
 
     /// The status of every connector, by key.
     pub fn snapshot(&self) -> Vec<ConnectorStatus> {
-        self.lock().values().cloned().collect()
+        let mut all: Vec<_> = self.lock().values().cloned().collect();
+        for status in &mut all {
+            self.fill_meters(status);
+        }
+        all
     }
 
     /// The status of one connector.
     pub fn get(&self, key: &str) -> Option<ConnectorStatus> {
-        self.lock().get(key).cloned()
+        let mut status = self.lock().get(key).cloned()?;
+        self.fill_meters(&mut status);
+        Some(status)
+    }
+
+    fn fill_meters(&self, status: &mut ConnectorStatus) {
+        if let Some(meters) = self.meters.lock().unwrap_or_else(|e| e.into_inner()).get(&status.key) {
+            meters.fill(status);
+        }
     }
 
     /// Events from now on.
@@ -149,11 +191,17 @@ impl StatusBoard {
 pub struct Reporter {
     key: Arc<str>,
     board: Arc<StatusBoard>,
+    meters: Arc<Meters>,
 }
 
 impl Reporter {
     pub fn key(&self) -> &Arc<str> {
         &self.key
+    }
+
+    /// The connector's sandbox counters.
+    pub fn meters(&self) -> &Meters {
+        &self.meters
     }
 
     fn update(&self, event: Event, change: impl FnOnce(&mut ConnectorStatus)) {

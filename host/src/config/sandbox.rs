@@ -1,0 +1,131 @@
+//! `[sources.limits]`, `[sources.grants]` and `[sources.secrets]`: what one connector
+//! may use and reach.
+//!
+//! ```toml
+//! [sources.limits]
+//! memory = "64MiB"              # all linear memories of an instance together
+//! call_timeout = "5s"           # any one call into the guest
+//! fuel = 1_000_000_000          # optional: instructions (roughly) per call
+//! max_messages_per_batch = 10000
+//! max_batch_bytes = "16MiB"
+//! max_message_bytes = "1MiB"
+//! max_state_bytes = "1MiB"
+//! log_lines_per_second = 100    # guest log lines; a burst of `log_burst` is allowed
+//!
+//! [sources.grants]
+//! env = ["TZ"]                                              # passed through from the host
+//! dirs = [{ host = "data/in", guest = "/in" }]              # read-only unless writable = true
+//! network = ["db.internal:5432"]                           # outbound TCP, checked per address
+//!
+//! [sources.secrets]
+//! api_token = { env = "ACME_TOKEN" }                        # or { file = "secrets/token" }
+//! ```
+//!
+//! Defaults are the safe side: modest limits, and no grant at all. The limits are
+//! not a suggestion to the guest; the host enforces every one of them.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::bytesize::ByteSize;
+use super::duration;
+
+/// `[sources.limits]`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Limits {
+    /// All linear memories of one instance together. A guest that grows past it gets
+    /// a failed allocation (which a Rust guest turns into a trap).
+    pub memory: ByteSize,
+    /// Elements of all tables together.
+    pub table_elements: u64,
+    /// Core instances, tables and memories one component may create.
+    pub instances: u32,
+    pub tables: u32,
+    pub memories: u32,
+    /// How long one call into the guest may run, computing or waiting in a host call.
+    /// Past it the call is interrupted and counts as a trap.
+    #[serde(with = "duration")]
+    pub call_timeout: Duration,
+    /// Fuel (wasm instructions, roughly) one call may burn; absent means unmetered.
+    /// Running out is a trap. Metering costs every guest some speed, so it is only
+    /// switched on in the engine when some connector asks for it.
+    pub fuel: Option<u64>,
+    pub max_messages_per_batch: u32,
+    pub max_batch_bytes: ByteSize,
+    pub max_message_bytes: ByteSize,
+    pub max_state_bytes: ByteSize,
+    /// Guest log lines (logging import and stdout/stderr) per second, on average.
+    pub log_lines_per_second: u32,
+    /// Lines that may come at once before the rate applies.
+    pub log_burst: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            memory: ByteSize::mib(64),
+            table_elements: 100_000,
+            instances: 64,
+            tables: 64,
+            memories: 16,
+            call_timeout: Duration::from_secs(5),
+            fuel: None,
+            max_messages_per_batch: 10_000,
+            max_batch_bytes: ByteSize::mib(16),
+            max_message_bytes: ByteSize::mib(1),
+            max_state_bytes: ByteSize::mib(1),
+            log_lines_per_second: 100,
+            log_burst: 1000,
+        }
+    }
+}
+
+/// `[sources.grants]`: what the guest may reach besides clocks, random and its log.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Grants {
+    /// Environment variables passed through from the host, by name.
+    pub env: Vec<String>,
+    /// Host directories the guest sees, at the path it sees them.
+    pub dirs: Vec<DirGrant>,
+    /// Outbound TCP connections, `host:port` each. Names are resolved when an instance
+    /// starts; the guest may connect to exactly the addresses they resolve to.
+    pub network: Vec<String>,
+}
+
+/// One preopened directory.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DirGrant {
+    /// The directory on the host (relative to the config file).
+    pub host: PathBuf,
+    /// Where the guest finds it, e.g. `/data`.
+    pub guest: String,
+    /// Read-write instead of read-only.
+    #[serde(default)]
+    pub writable: bool,
+}
+
+/// Where the host reads a secret it hands to the guest.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub enum SecretSource {
+    /// An environment variable of the host.
+    Env(String),
+    /// A file (relative to the config file); one trailing newline is dropped.
+    File(PathBuf),
+}
+
+/// The `host:port` parts of a network grant.
+pub fn split_host_port(entry: &str) -> Result<(&str, u16), String> {
+    let (host, port) = entry.rsplit_once(':').ok_or_else(|| format!("{entry:?} is not `host:port`"))?;
+    let host = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
+    if host.is_empty() {
+        return Err(format!("{entry:?} names no host"));
+    }
+    let port = port.parse().map_err(|_| format!("{entry:?}: {port:?} is not a port number"))?;
+    Ok((host, port))
+}

@@ -1,0 +1,118 @@
+//! The limits one guest instance runs under, enforced inside its store.
+//!
+//! * Memory, tables and instances: [`MemoryLimiter`], wasmtime's resource limiter
+//!   hook. Memory is capped for all of an instance's linear memories *together* (a
+//!   component built with the preview1 adapter has several), and a refused growth is
+//!   logged with the connector's key, because the guest usually dies of it a moment
+//!   later and the operator should see why.
+//! * Time: [`CallClock`]. The engine's epoch ticks every [`EPOCH_TICK`]; at every tick
+//!   a running guest yields to tokio (so a spinning guest cannot starve its
+//!   neighbours of a worker thread) and is interrupted once its call has run longer
+//!   than `limits.call_timeout`.
+//! * Fuel, when metered: refilled to `limits.fuel` before each call.
+
+use std::time::{Duration, Instant};
+
+use wasmtime::{ResourceLimiter, UpdateDeadline};
+
+use crate::config::Limits;
+
+/// How often the engine's epoch advances: the granularity of time slicing and of
+/// the call deadline.
+pub const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// The resource limiter of one store.
+pub struct MemoryLimiter {
+    limits: Limits,
+    /// Bytes of linear memory the instance's memories hold together.
+    memory_in_use: usize,
+    table_elements_in_use: usize,
+}
+
+impl MemoryLimiter {
+    pub fn new(limits: &Limits) -> Self {
+        MemoryLimiter { limits: limits.clone(), memory_in_use: 0, table_elements_in_use: 0 }
+    }
+}
+
+impl ResourceLimiter for MemoryLimiter {
+    fn memory_growing(&mut self, current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        let cap = self.limits.memory.as_usize();
+        let after = self.memory_in_use.saturating_add(desired.saturating_sub(current));
+        if after > cap {
+            tracing::warn!(
+                target: "ferry::limits",
+                "the guest asked for {} more bytes of memory with {} in use; refused: limits.memory is {}",
+                desired - current,
+                self.memory_in_use,
+                self.limits.memory,
+            );
+            return Ok(false);
+        }
+        self.memory_in_use = after;
+        Ok(true)
+    }
+
+    fn table_growing(&mut self, current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        let cap = usize::try_from(self.limits.table_elements).unwrap_or(usize::MAX);
+        let after = self.table_elements_in_use.saturating_add(desired.saturating_sub(current));
+        if after > cap {
+            tracing::warn!(
+                target: "ferry::limits",
+                "the guest asked for {} more table elements; refused: limits.table_elements is {cap}",
+                desired - current,
+            );
+            return Ok(false);
+        }
+        self.table_elements_in_use = after;
+        Ok(true)
+    }
+
+    fn instances(&self) -> usize {
+        self.limits.instances as usize
+    }
+
+    fn tables(&self) -> usize {
+        self.limits.tables as usize
+    }
+
+    fn memories(&self) -> usize {
+        self.limits.memories as usize
+    }
+}
+
+/// When the current call into the guest started, and how long it may run.
+pub struct CallClock {
+    timeout: Duration,
+    started: Instant,
+}
+
+/// The error a call dies of when it runs out of time.
+#[derive(Debug, thiserror::Error)]
+#[error("the call ran longer than limits.call_timeout ({timeout:?}) and was interrupted")]
+pub struct CallTimedOut {
+    pub timeout: Duration,
+}
+
+impl CallClock {
+    pub fn new(timeout: Duration) -> Self {
+        CallClock { timeout, started: Instant::now() }
+    }
+
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// A call begins now.
+    pub fn start(&mut self) {
+        self.started = Instant::now();
+    }
+
+    /// At an epoch tick: yield and go on, or interrupt a call past its time.
+    pub fn on_tick(&self) -> wasmtime::Result<UpdateDeadline> {
+        if self.started.elapsed() > self.timeout {
+            return Err(CallTimedOut { timeout: self.timeout }.into());
+        }
+        Ok(UpdateDeadline::Yield(1))
+    }
+}
