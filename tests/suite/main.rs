@@ -11,4 +11,5 @@ mod flow;
 mod iggy_live;
 mod isolation;
 mod process;
+mod sandbox;
 mod shutdown;

@@ -45,13 +45,16 @@ pub async fn resolve(grants: &[String]) -> AllowedAddrs {
     AllowedAddrs(allowed)
 }
 
-/// Let the guest open TCP connections to `allowed`; with nothing allowed, sockets
-/// and name lookup are off altogether.
+/// Let the guest open TCP connections to `allowed`. TCP stays switched on even with
+/// nothing granted, so that every attempt reaches the address check and is logged
+/// (with TCP off the guest would be refused before the host could see where it was
+/// going). Name lookup is on only with a grant: it is a way out too (DNS), and a
+/// guest with nowhere to connect has no name to look up.
 pub fn grant(builder: &mut WasiCtxBuilder, grants: &[String], allowed: AllowedAddrs) {
     let span = tracing::Span::current();
-    let granted = !grants.is_empty();
     let allowed = Arc::new(allowed);
-    builder.allow_tcp(granted).allow_udp(false).allow_ip_name_lookup(granted).socket_addr_check(move |addr, usage| {
+    let lookup = !grants.is_empty();
+    builder.allow_tcp(true).allow_udp(false).allow_ip_name_lookup(lookup).socket_addr_check(move |addr, usage| {
         let verdict = permits(&allowed, addr, usage);
         if !verdict {
             let _entered = span.enter();
@@ -68,8 +71,10 @@ pub fn grant(builder: &mut WasiCtxBuilder, grants: &[String], allowed: AllowedAd
 fn permits(allowed: &AllowedAddrs, addr: SocketAddr, usage: SocketAddrUse) -> bool {
     match usage {
         SocketAddrUse::TcpConnect => allowed.contains(&addr),
-        // The implicit bind of a connecting socket: any local address, any port.
-        SocketAddrUse::TcpBind => addr.ip().is_unspecified() && addr.port() == 0 && !allowed.is_empty(),
+        // The implicit bind of a connecting socket (the wildcard address, port 0): it
+        // reaches nothing by itself, and refusing it would hide where the guest was
+        // going behind a refused bind.
+        SocketAddrUse::TcpBind => addr.ip().is_unspecified() && addr.port() == 0,
         _ => false,
     }
 }
@@ -100,6 +105,7 @@ mod tests {
         assert!(!permits(&allowed, "0.0.0.0:8080".parse().unwrap(), SocketAddrUse::TcpBind));
         assert!(!permits(&allowed, "0.0.0.0:0".parse().unwrap(), SocketAddrUse::TcpListen));
         assert!(!permits(&allowed, "127.0.0.1:9000".parse().unwrap(), SocketAddrUse::UdpSend));
-        assert!(!permits(&AllowedAddrs::default(), "0.0.0.0:0".parse().unwrap(), SocketAddrUse::TcpBind));
+        let nothing = AllowedAddrs::default();
+        assert!(!permits(&nothing, "127.0.0.1:9000".parse().unwrap(), SocketAddrUse::TcpConnect));
     }
 }
