@@ -552,3 +552,74 @@ async fn a_granted_address_can_be_connected_to() {
     assert_eq!(&greeting, b"hello ferry");
     running.stop().await;
 }
+
+/// Answer one HTTP request on `listener` with `200 OK` and `body`, in a thread; the
+/// request's head is what the thread returns.
+fn serve_one_http_request(listener: TcpListener, body: &'static str) -> std::thread::JoinHandle<String> {
+    use std::io::Write;
+    std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().expect("the guest's HTTP connection");
+        stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            stream.read_exact(&mut byte).expect("the request head");
+            head.push(byte[0]);
+        }
+        let response = format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
+        stream.write_all(response.as_bytes()).expect("the response");
+        String::from_utf8_lossy(&head).into_owned()
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_granted_address_can_be_reached_over_wasi_http() {
+    let h = Harness::new();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    let server = serve_one_http_request(listener, "hi from the test");
+    let mut get = prober(&h, "http-granted", "http_get", json!({ "address": address }));
+    get.sandbox.grants.network.push(address.clone());
+    let (running, outcomes) = run_probes(&h, vec![get]).await;
+    assert!(outcomes[0].ok, "{:?}", outcomes[0]);
+    assert_eq!(outcomes[0].detail, "200 hi from the test");
+    let head = server.join().expect("the server thread");
+    assert!(head.starts_with("GET /probe HTTP/1.1\r\n"), "{head}");
+    running.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_request_beyond_the_granted_addresses_is_refused_and_logged() {
+    let h = Harness::new();
+    let granted = TcpListener::bind("127.0.0.1:0").unwrap();
+    let other = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = other.local_addr().unwrap().to_string();
+    let mut get = prober(&h, "http-beyond", "http_get", json!({ "address": address }));
+    get.sandbox.grants.network.push(granted.local_addr().unwrap().to_string());
+    let mut ungranted = prober(&h, "http-none", "http_get", json!({ "address": address }));
+    ungranted.sandbox.grants = Default::default();
+    let (running, outcomes) = run_probes(&h, vec![get, ungranted]).await;
+    for outcome in &outcomes {
+        assert!(!outcome.ok, "only granted addresses may be requested: {outcome:?}");
+        assert!(outcome.detail.contains("HttpRequestDenied"), "the guest is told why: {outcome:?}");
+    }
+    for listener in [&granted, &other] {
+        listener.set_nonblocking(true).unwrap();
+        match listener.accept() {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            other => panic!("a request reached a listener: {other:?}"),
+        }
+    }
+    for key in ["http-beyond", "http-none"] {
+        let lines = capture().of(key);
+        assert!(
+            lines.iter().any(|l| l.target == "ferry::grants"
+                && l.level == tracing::Level::WARN
+                && l.message.contains("HTTP request")
+                && l.message.contains("not granted")
+                && l.message.contains(&address)),
+            "the host logs the refused request of {key}: {lines:?}"
+        );
+    }
+    running.stop().await;
+}

@@ -11,7 +11,8 @@
 //!   harmless and needed by nearly every program);
 //! * [`env`]: environment variables named in `grants.env`, none otherwise;
 //! * [`dirs`]: directories named in `grants.dirs`, none otherwise;
-//! * [`network`]: TCP connections to `grants.network`, none otherwise.
+//! * [`network`]: TCP connections to `grants.network`, none otherwise;
+//! * [`http`]: outgoing `wasi:http` requests to the same `grants.network`.
 //!
 //! Every WASI interface is *linked* (a component built for wasm32-wasip1 imports
 //! filesystem and sockets whether it uses them or not), but an ungranted one has
@@ -21,24 +22,28 @@
 
 pub mod dirs;
 pub mod env;
+pub mod http;
 pub mod logging;
 pub mod network;
 pub mod stdio;
 
+use std::sync::Arc;
+
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder};
 
+use self::http::HttpGrant;
 use self::logging::GuestLog;
 use crate::config::Grants;
 
-/// The WASI context of one guest instance with `grants`.
-pub async fn wasi_context(grants: &Grants, log: &GuestLog) -> Result<WasiCtx, String> {
+/// The WASI context of one guest instance with `grants`, and its `wasi:http` hooks.
+pub async fn wasi_context(grants: &Grants, log: &GuestLog) -> Result<(WasiCtx, HttpGrant), String> {
     let mut builder = WasiCtxBuilder::new();
     stdio::grant(&mut builder, log);
     env::grant(&mut builder, &grants.env);
     dirs::grant(&mut builder, &grants.dirs)?;
-    let allowed = network::resolve(&grants.network).await;
-    network::grant(&mut builder, &grants.network, allowed);
-    Ok(builder.build())
+    let allowed = Arc::new(network::resolve(&grants.network).await);
+    network::grant(&mut builder, &grants.network, allowed.clone());
+    Ok((builder.build(), HttpGrant::new(allowed)))
 }
 
 /// What an import gets under some grants.
@@ -72,7 +77,7 @@ pub fn verdict(import: &str, grants: &Grants) -> Verdict {
         ("wasi:cli", "environment") => by(!grants.env.is_empty(), "grants.env", "no variables: grants.env is empty"),
         ("wasi:cli", "exit") => Verdict::Granted("ends the instance (a trap)"),
         ("wasi:filesystem", _) => by(!grants.dirs.is_empty(), "grants.dirs", "no directories: grants.dirs is empty"),
-        ("wasi:sockets", _) => {
+        ("wasi:sockets", _) | ("wasi:http", "outgoing-handler" | "types") => {
             by(!grants.network.is_empty(), "grants.network", "no addresses: grants.network is empty")
         }
         _ => Verdict::Unavailable,
@@ -93,7 +98,9 @@ mod tests {
         assert!(matches!(verdict("wasi:filesystem/preopens@0.2.3", &none), Verdict::Denied(_)));
         assert!(matches!(verdict("wasi:sockets/tcp@0.2.3", &none), Verdict::Denied(_)));
         assert!(matches!(verdict("wasi:cli/environment@0.2.3", &none), Verdict::Denied(_)));
-        assert_eq!(verdict("wasi:http/outgoing-handler@0.2.3", &none), Verdict::Unavailable);
+        assert!(matches!(verdict("wasi:http/outgoing-handler@0.2.3", &none), Verdict::Denied(_)));
+        assert_eq!(verdict("wasi:http/incoming-handler@0.2.3", &none), Verdict::Unavailable);
+        assert_eq!(verdict("wasi:keyvalue/store@0.2.0", &none), Verdict::Unavailable);
     }
 
     #[test]

@@ -50,9 +50,8 @@ pub async fn resolve(grants: &[String]) -> AllowedAddrs {
 /// (with TCP off the guest would be refused before the host could see where it was
 /// going). Name lookup is on only with a grant: it is a way out too (DNS), and a
 /// guest with nowhere to connect has no name to look up.
-pub fn grant(builder: &mut WasiCtxBuilder, grants: &[String], allowed: AllowedAddrs) {
+pub fn grant(builder: &mut WasiCtxBuilder, grants: &[String], allowed: Arc<AllowedAddrs>) {
     let span = tracing::Span::current();
-    let allowed = Arc::new(allowed);
     let lookup = !grants.is_empty();
     builder.allow_tcp(true).allow_udp(false).allow_ip_name_lookup(lookup).socket_addr_check(move |addr, usage| {
         let verdict = permits(&allowed, addr, usage);

@@ -4,12 +4,16 @@
 
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::limits::{CallClock, MemoryLimiter};
+use crate::grants::http::HttpGrant;
 use crate::grants::logging::GuestLog;
 
 pub struct GuestContext {
     pub(crate) wasi: WasiCtx,
+    pub(crate) http: WasiHttpCtx,
+    pub(crate) http_grant: HttpGrant,
     pub(crate) table: ResourceTable,
     pub(crate) log: GuestLog,
     pub(crate) limiter: MemoryLimiter,
@@ -19,5 +23,11 @@ pub struct GuestContext {
 impl WasiView for GuestContext {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+impl WasiHttpView for GuestContext {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView { ctx: &mut self.http, table: &mut self.table, hooks: &mut self.http_grant }
     }
 }

@@ -81,6 +81,7 @@ impl Runtime {
         let engine = engine::new_engine(options)?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
         bindings::logging::add_to_linker::<GuestContext, HasSelf<GuestContext>>(&mut linker, |ctx| ctx)?;
         Ok(Runtime { engine, linker, contract: Contract::load(), meters_fuel: options.fuel })
     }
@@ -121,9 +122,12 @@ impl Runtime {
                 return Err(trapped(wasmtime::Error::msg("limits.fuel is set but this runtime does not meter fuel")));
             }
         };
-        let wasi = grants::wasi_context(&sandbox.grants, &log).await.map_err(|p| trapped(wasmtime::Error::msg(p)))?;
+        let (wasi, http_grant) =
+            grants::wasi_context(&sandbox.grants, &log).await.map_err(|p| trapped(wasmtime::Error::msg(p)))?;
         let context = GuestContext {
             wasi,
+            http: wasmtime_wasi_http::WasiHttpCtx::new(),
+            http_grant,
             table: ResourceTable::new(),
             log,
             limiter: MemoryLimiter::new(&sandbox.limits),

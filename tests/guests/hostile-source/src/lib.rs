@@ -27,10 +27,13 @@
 //! `{"probe":"<mode>","ok":true|false,"detail":"..."}` (what was read, or the error),
 //! with a cursor after which nothing more comes. They are `read_file` (`path`),
 //! `write_file` (`path`, `contents`; then reads it back), `env` (`name`) and
-//! `connect` (`address`, `ip:port`: sends `hello ferry` over TCP).
+//! `connect` (`address`, `ip:port`: sends `hello ferry` over TCP) and `http_get`
+//! (`address`, `host:port`: GET `/probe` through `wasi:http`; the detail is the
+//! status and body).
 
 mod connect;
 mod exhaust;
+mod http;
 mod oversize;
 mod probe;
 
@@ -89,6 +92,7 @@ enum Mode {
     WriteFile,
     Env,
     Connect,
+    HttpGet,
 }
 
 /// The cursor. `padding` is empty (and absent from the JSON) except in the batch of
@@ -172,6 +176,9 @@ impl Source for HostileSource {
             Some(mode @ Mode::Env) => Attack::Probe(probe::Probe::Env { name: required(config.name, "name", mode)? }),
             Some(mode @ Mode::Connect) => {
                 Attack::Probe(probe::Probe::Connect { address: required(config.address, "address", mode)? })
+            }
+            Some(mode @ Mode::HttpGet) => {
+                Attack::Probe(probe::Probe::HttpGet { address: required(config.address, "address", mode)? })
             }
         };
         ferry_guest::info!("hostile source opened at seq {} in mode {:?}", cursor.next_seq, config.mode);

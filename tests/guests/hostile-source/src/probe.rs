@@ -1,5 +1,5 @@
 //! Probes of what the sandbox grants: each tries one thing a connector might want
-//! (a file, an environment variable, a TCP connection) and reports the outcome as a
+//! (a file, an environment variable, a TCP connection, an HTTP request) and reports the outcome as a
 //! record, so the test reads what the guest saw rather than guessing from outside.
 
 use serde::Serialize;
@@ -9,6 +9,7 @@ pub enum Probe {
     WriteFile { path: String, contents: String },
     Env { name: String },
     Connect { address: String },
+    HttpGet { address: String },
 }
 
 /// The record a probe produces.
@@ -28,6 +29,7 @@ impl Probe {
             Probe::WriteFile { path, contents } => ("write_file", write_and_read_back(path, contents)),
             Probe::Env { name } => ("env", std::env::var(name).map_err(|e| e.to_string())),
             Probe::Connect { address } => ("connect", crate::connect::say_hello(address)),
+            Probe::HttpGet { address } => ("http_get", crate::http::get(address)),
         };
         let (ok, detail) = match result {
             Ok(detail) => (true, detail),
