@@ -20,9 +20,9 @@ test *ARGS:
 guests *PACKAGES:
     cargo run --release --locked -q -p ferry-componentize -- {{PACKAGES}}
 
-# Throughput and memory figures.
-bench:
-    cargo bench --locked -p ferry-tests
+# Throughput, memory and isolation figures (both benchmarks).
+bench *ARGS:
+    cargo bench --locked -p ferry-tests {{ARGS}}
 
 # Formatting and lints.
 lint:
