@@ -103,7 +103,8 @@ impl Host {
             let component = match components.get(&source.path) {
                 Some(component) => component.clone(),
                 None => {
-                    tracing::info!(key = %source.key, path = %source.path.display(), "compiling component");
+                    let _entered = status::connector_span(&source.key, source.tenant.as_deref()).entered();
+                    tracing::info!(path = %source.path.display(), "compiling component");
                     let component = runtime
                         .load_source(&source.path)
                         .map_err(|e| SetupError::Component { key: source.key.clone(), source: e })?;
@@ -112,6 +113,7 @@ impl Host {
                 }
             };
             let state_dir = config.state_dir_of(source);
+            refuse_stranded_cursor(config, source).map_err(SetupError::Config)?;
             let states = state_dirs.entry(state_dir.clone()).or_insert_with(|| StateDir::new(&state_dir));
             let cursor =
                 states.open(&source.key).map_err(|e| SetupError::State { key: source.key.clone(), source: e })?;
@@ -175,10 +177,7 @@ impl Host {
         for (connector, name) in self.connectors {
             let key = connector.key.clone();
             let tenant = connector.tenant.clone();
-            let span = match &tenant {
-                Some(tenant) => tracing::info_span!("connector", key = %key, tenant = %tenant),
-                None => tracing::info_span!("connector", key = %key),
-            };
+            let span = status::connector_span(&key, tenant.as_deref());
             let reporter = self.status.reporter(&key, name, tenant.as_deref());
             let task = supervise(self.runtime.clone(), connector, reporter, shutdown.clone()).instrument(span);
             tasks.push((key, tokio::spawn(task)));
@@ -233,4 +232,30 @@ fn start_iggy(config: &Config, iggy: &IggyConfig, at: &str) -> Result<Arc<dyn Ta
     let target =
         IggyTarget::start(iggy).map_err(|e| SetupError::Iggy(format!("{}: {at}: {e}", config.file.display())))?;
     Ok(Arc::new(target))
+}
+
+/// A connector moved into a tenant whose cursor is still where it was committed
+/// before (the top of the state directory) would start from scratch and deliver
+/// everything again: refuse, and say how to move it.
+fn refuse_stranded_cursor(config: &Config, source: &crate::config::SourceConfig) -> Result<(), ConfigError> {
+    let Some(tenant) = &source.tenant else { return Ok(()) };
+    let top = StateDir::new(&config.state.path);
+    let own = StateDir::new(config.state_dir_of(source));
+    let at_top = top.keys().map(|keys| keys.contains(&source.key)).unwrap_or(false);
+    let in_own = own.keys().map(|keys| keys.contains(&source.key)).unwrap_or(false);
+    if at_top && !in_own {
+        return Err(ConfigError {
+            file: config.file.clone(),
+            problem: format!(
+                "connector `{}` belongs to tenant `{tenant}`, whose cursors live in {}, but its committed cursor is \
+                 in {} (from before it had a tenant); move {key}.sqlite there (or `ferry state reset` it) so that it \
+                 does not start from scratch",
+                source.key,
+                config.state_dir_of(source).display(),
+                config.state.path.display(),
+                key = source.key,
+            ),
+        });
+    }
+    Ok(())
 }

@@ -54,7 +54,7 @@ fn main() {
     println!("restart: {millis:.2} ms from a trap to the restarted instance delivering again (median)");
 
     println!();
-    println!("idle connectors (random source, nothing to deliver)");
+    println!("idle connectors (random source, nothing to deliver), on-demand allocator");
     let mut running = None::<Running>;
     for count in [1usize, 100, 1000] {
         if let Some(previous) = running.take() {
@@ -67,6 +67,15 @@ fn main() {
     if let Some(previous) = running.take() {
         tokio.block_on(previous.stop());
     }
+    // The pooling allocator's reservation is virtual; what it costs in RSS is measured
+    // in a runtime of its own, sized as `ferry run` would size it for 1,000 connectors.
+    let pool = PoolSize { instances: 2004, max_memory_bytes: 64 << 20 };
+    let options = EngineOptions { allocator: Allocator::Pooling, pool, ..Default::default() };
+    let pooled = Arc::new(Runtime::with_options(&options).expect("a pooling runtime"));
+    let before = rss_mib();
+    let (started, rss) = tokio.block_on(idle_host(&pooled, 1000));
+    println!("  pooling allocator, 1000 connectors: RSS {rss:>8.1} MiB ({:+.1} MiB)", rss - before);
+    tokio.block_on(started.stop());
 
     println!();
     println!("a well-behaved random source (100 × 100 B batches) alone and next to a hostile guest");

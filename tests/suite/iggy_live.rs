@@ -30,12 +30,9 @@ fn assert_ids_stable(records: &[(u64, u128)]) -> usize {
     let mut duplicates = 0;
     for (seq, id) in records {
         assert_ne!(*id, 0, "seq {seq} has no id");
-        match by_seq.insert(*seq, *id) {
-            Some(first) => {
-                duplicates += 1;
-                assert_eq!(first, *id, "a duplicate of seq {seq} carries another id than its original");
-            }
-            None => {}
+        if let Some(first) = by_seq.insert(*seq, *id) {
+            duplicates += 1;
+            assert_eq!(first, *id, "a duplicate of seq {seq} carries another id than its original");
         }
     }
     let distinct: std::collections::HashSet<_> = by_seq.values().collect();

@@ -6,10 +6,13 @@
 
 mod bad_input;
 mod crash;
+mod examples;
 mod faults;
 mod flow;
 mod iggy_live;
+mod iggy_tenants;
 mod isolation;
 mod process;
 mod sandbox;
 mod shutdown;
+mod tenants;

@@ -67,6 +67,7 @@ pub fn verdict(import: &str, grants: &Grants) -> Verdict {
     };
     match (package, name) {
         ("iggy:connector", "logging") => Verdict::Granted("into the host log, rate-limited"),
+        ("iggy:connector", "types") => Verdict::Granted("the contract's types"),
         ("iggy:connector", _) => Verdict::Unavailable,
         ("wasi:clocks", _) | ("wasi:random", _) => Verdict::Granted("always"),
         ("wasi:io", _) => Verdict::Granted("always (streams and polling)"),

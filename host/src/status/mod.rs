@@ -320,6 +320,15 @@ impl Reporter {
     }
 }
 
+/// The span every line about one connector is logged in: its key, and its tenant
+/// when it has one.
+pub fn connector_span(key: &str, tenant: Option<&str>) -> tracing::Span {
+    match tenant {
+        Some(tenant) => tracing::info_span!("connector", key = %key, tenant = %tenant),
+        None => tracing::info_span!("connector", key = %key),
+    }
+}
+
 pub(crate) fn now_micros() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)
 }

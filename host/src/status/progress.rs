@@ -24,7 +24,7 @@ pub async fn log_progress(board: Arc<StatusBoard>, interval: Duration, mut shutd
             let (before_messages, before_batches) =
                 last.insert(status.key.clone(), (messages, batches)).unwrap_or((0, 0));
             if messages > before_messages || batches > before_batches {
-                let span = tracing::info_span!("connector", key = %status.key);
+                let span = super::connector_span(&status.key, status.tenant.as_deref());
                 let _entered = span.enter();
                 tracing::info!(
                     "delivered {} messages in {} batches in the last {:.0}s ({:.0} msg/s), {} in total; cursor generation {}",

@@ -31,10 +31,13 @@ const SCHEMA: &str = r#"CREATE TABLE records (
     connector TEXT NOT NULL
 )"#;
 
+/// The open database of each (stream, topic) appended to so far.
+type OpenTopics = Mutex<HashMap<(String, String), Arc<Mutex<Connection>>>>;
+
 /// The local log under one directory.
 pub struct LocalLog {
     dir: PathBuf,
-    topics: Mutex<HashMap<(String, String), Arc<Mutex<Connection>>>>,
+    topics: OpenTopics,
 }
 
 /// One record read back from the log.

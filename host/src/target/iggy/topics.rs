@@ -57,7 +57,8 @@ async fn lookup_or_create(client: &IggyClient, config: &StreamConfig, address: &
         Identifier::named(stream).map_err(|e| SendError::rejected(format!("stream name {stream:?}: {e}")))?;
     let topic_id = Identifier::named(topic).map_err(|e| SendError::rejected(format!("topic name {topic:?}: {e}")))?;
 
-    if client.get_stream(&stream_id).await.map_err(SendError::from_iggy)?.is_none() {
+    let looking_up = |what: String| move |e| SendError::from_iggy(e).context(format!("looking up {what}"));
+    if client.get_stream(&stream_id).await.map_err(looking_up(format!("the stream `{stream}`")))?.is_none() {
         if config.create.is_none() {
             return Err(SendError::failed(format!(
                 "the stream `{stream}` does not exist on the Iggy server at {address}, and auto-creation is off \
@@ -72,7 +73,11 @@ async fn lookup_or_create(client: &IggyClient, config: &StreamConfig, address: &
         }
     }
 
-    let details = match client.get_topic(&stream_id, &topic_id).await.map_err(SendError::from_iggy)? {
+    let details = match client
+        .get_topic(&stream_id, &topic_id)
+        .await
+        .map_err(looking_up(format!("the topic `{stream}/{topic}`")))?
+    {
         Some(details) => details,
         None => {
             let Some(create) = &config.create else {
