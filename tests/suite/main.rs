@@ -12,6 +12,7 @@ mod flow;
 mod iggy_live;
 mod iggy_tenants;
 mod isolation;
+mod pooling;
 mod process;
 mod sandbox;
 mod shutdown;

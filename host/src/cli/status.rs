@@ -34,14 +34,25 @@ pub fn status(path: &Path, as_json: bool) -> Result<ExitCode> {
         format_micros(status.updated_at_micros)
     );
     println!(
-        "{:<20} {:<9} {:>9} {:>8} {:>12} {:>6} {:>6} {:>10}  last error",
-        "KEY", "PHASE", "INSTANCES", "BATCHES", "MESSAGES", "NACKS", "TRAPS", "GENERATION"
+        "{:<20} {:<10} {:<9} {:>9} {:>8} {:>12} {:>6} {:>6} {:>10} {:>12} {:>8}  last error",
+        "KEY",
+        "TENANT",
+        "PHASE",
+        "INSTANCES",
+        "BATCHES",
+        "MESSAGES",
+        "NACKS",
+        "TRAPS",
+        "GENERATION",
+        "FUEL",
+        "LOG-DROP"
     );
     for c in &status.connectors {
         let phase = serde_json::to_value(c.phase)?.as_str().unwrap_or("?").to_string();
         println!(
-            "{:<20} {:<9} {:>9} {:>8} {:>12} {:>6} {:>6} {:>10}  {}",
+            "{:<20} {:<10} {:<9} {:>9} {:>8} {:>12} {:>6} {:>6} {:>10} {:>12} {:>8}  {}",
             c.key,
+            c.tenant.as_deref().unwrap_or("-"),
             phase,
             c.instances,
             c.batches_acked,
@@ -49,6 +60,8 @@ pub fn status(path: &Path, as_json: bool) -> Result<ExitCode> {
             c.nacks,
             c.traps,
             c.committed_generation.map(|g| g.to_string()).unwrap_or_else(|| "-".into()),
+            c.fuel_consumed,
+            c.log_lines_dropped,
             c.last_error.as_deref().unwrap_or("")
         );
     }
