@@ -15,5 +15,6 @@ mod isolation;
 mod pooling;
 mod process;
 mod sandbox;
+mod secrets;
 mod shutdown;
 mod tenants;
