@@ -91,6 +91,12 @@ fn main() {
         let rate = tokio.block_on(throughput_next_to(&runtime, hostile, scaled(3000)));
         println!("  {name:<11} {rate:>10.0} msg/s");
     }
+    // What metering costs: the same connector alone in an engine that meters fuel
+    // (as every connector's engine does once any connector sets `limits.fuel`).
+    let metered =
+        Arc::new(Runtime::with_options(&EngineOptions { fuel: true, ..Default::default() }).expect("runtime"));
+    let rate = tokio.block_on(throughput_next_to(&metered, None, scaled(3000)));
+    println!("  {:<11} {rate:>10.0} msg/s (alone, fuel metered)", "metered");
 }
 
 fn load(runtime: &Runtime, path: &str) -> Arc<SourceComponent> {
