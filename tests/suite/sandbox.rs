@@ -365,6 +365,30 @@ struct Outcome {
     detail: String,
 }
 
+/// No connection reached any of `listeners`: the host refused it before it left.
+fn assert_nothing_reached(listeners: &[&TcpListener]) {
+    for listener in listeners {
+        listener.set_nonblocking(true).unwrap();
+        match listener.accept() {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            other => panic!("a connection reached a listener: {other:?}"),
+        }
+    }
+}
+
+/// The host logged a refusal for connector `key`: a `ferry::grants` warning that
+/// says "not granted" and every one of `words`.
+fn assert_refusal_logged(key: &str, words: &[&str]) {
+    let lines = capture().of(key);
+    assert!(
+        lines.iter().any(|l| l.target == "ferry::grants"
+            && l.level == tracing::Level::WARN
+            && l.message.contains("not granted")
+            && words.iter().all(|w| l.message.contains(w))),
+        "the host logs the refusal of {key} naming {words:?}: {lines:?}"
+    );
+}
+
 /// Run `probes` beside a neighbour until each has delivered its one record and
 /// gone idle, and return their outcomes, by position. None of them may trap or
 /// err: a refused grant is an ordinary error inside the guest.
@@ -435,18 +459,8 @@ async fn files_env_and_network_are_out_of_reach_without_grants() {
     assert!(!planted.exists(), "the guest wrote a host file");
 
     // The connect was refused by the host, so nothing reached the listener.
-    listener.set_nonblocking(true).unwrap();
-    match listener.accept() {
-        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-        other => panic!("a connection reached the listener: {other:?}"),
-    }
-    let refused = capture().of("nogrant-connect");
-    assert!(
-        refused.iter().any(|l| l.target == "ferry::grants"
-            && l.level == tracing::Level::WARN
-            && l.message.contains("not granted")),
-        "the host logs the refused connection: {refused:?}"
-    );
+    assert_nothing_reached(&[&listener]);
+    assert_refusal_logged("nogrant-connect", &[&address]);
     running.stop().await;
 }
 
@@ -460,21 +474,8 @@ async fn a_connection_beyond_the_granted_addresses_is_refused_and_logged() {
     connect.sandbox.grants.network.push(granted.local_addr().unwrap().to_string());
     let (running, outcomes) = run_probes(&h, vec![connect]).await;
     assert!(!outcomes[0].ok, "only the granted address may be connected to: {:?}", outcomes[0]);
-    for listener in [&granted, &other] {
-        listener.set_nonblocking(true).unwrap();
-        match listener.accept() {
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-            other => panic!("a connection reached a listener: {other:?}"),
-        }
-    }
-    let refused = capture().of("net-beyond");
-    assert!(
-        refused.iter().any(|l| l.target == "ferry::grants"
-            && l.level == tracing::Level::WARN
-            && l.message.contains("not granted")
-            && l.message.contains(&address)),
-        "the host logs the refused address: {refused:?}"
-    );
+    assert_nothing_reached(&[&granted, &other]);
+    assert_refusal_logged("net-beyond", &[&address]);
     running.stop().await;
 }
 
@@ -603,23 +604,9 @@ async fn an_http_request_beyond_the_granted_addresses_is_refused_and_logged() {
         assert!(!outcome.ok, "only granted addresses may be requested: {outcome:?}");
         assert!(outcome.detail.contains("HttpRequestDenied"), "the guest is told why: {outcome:?}");
     }
-    for listener in [&granted, &other] {
-        listener.set_nonblocking(true).unwrap();
-        match listener.accept() {
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-            other => panic!("a request reached a listener: {other:?}"),
-        }
-    }
+    assert_nothing_reached(&[&granted, &other]);
     for key in ["http-beyond", "http-none"] {
-        let lines = capture().of(key);
-        assert!(
-            lines.iter().any(|l| l.target == "ferry::grants"
-                && l.level == tracing::Level::WARN
-                && l.message.contains("HTTP request")
-                && l.message.contains("not granted")
-                && l.message.contains(&address)),
-            "the host logs the refused request of {key}: {lines:?}"
-        );
+        assert_refusal_logged(key, &["HTTP request", &address]);
     }
     running.stop().await;
 }

@@ -40,6 +40,12 @@ pub struct TenantConfig {
 }
 
 /// `[tenants.iggy]`: credentials only; address, transport and TLS are the host's.
+///
+/// The same five keys as in [`super::IggyConfig`], spelled out rather than shared
+/// through `#[serde(flatten)]`, which serde cannot combine with
+/// `deny_unknown_fields`. [`super::IggyConfig::with_credentials_of`] puts them into
+/// a copy of `[iggy]`, so the rules about them (exactly one way to sign in, where a
+/// token comes from) are checked by the one [`super::IggyConfig::credentials`].
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TenantIggy {
