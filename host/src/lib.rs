@@ -25,6 +25,7 @@ pub mod batch;
 pub mod cli;
 pub mod config;
 pub mod contract;
+pub mod files;
 pub mod grants;
 pub mod host;
 pub mod runtime;
