@@ -2,7 +2,10 @@
 //! of the guest once, never copied per message), plus the checks the host makes
 //! before delivering a batch.
 
+use std::collections::HashSet;
+
 use crate::config::Limits;
+use crate::guest_text;
 pub use crate::runtime::bindings::types::{
     Batch, BatchResult, Header, HeaderValue, Int128, Message, Nack, NackReason, Uint128,
 };
@@ -37,10 +40,12 @@ pub enum IdSource<'a> {
     Random,
 }
 
-/// Give every message without an id one, from `source`. Ids are never 0 (Iggy reads
-/// 0 as "assign one for me").
+/// Give every message without an id one, from `source`. An id of 0 counts as none:
+/// Iggy reads 0 as "assign one for me", which would make the message's id random on
+/// every delivery, so it is derived like a missing one. Ids given are never 0.
 pub fn assign_ids(messages: &mut [Message], source: IdSource<'_>) {
-    if messages.iter().all(|m| m.id.is_some()) {
+    let missing = |m: &Message| m.id.as_ref().is_none_or(|id| id.get() == 0);
+    if !messages.iter().any(missing) {
         return;
     }
     let base = match source {
@@ -62,7 +67,7 @@ pub fn assign_ids(messages: &mut [Message], source: IdSource<'_>) {
         IdSource::Random => None,
     };
     for (index, message) in messages.iter_mut().enumerate() {
-        if message.id.is_some() {
+        if !missing(message) {
             continue;
         }
         let id = match &base {
@@ -78,8 +83,20 @@ pub fn assign_ids(messages: &mut [Message], source: IdSource<'_>) {
     }
 }
 
-/// Refuse a batch the contract forbids (a message repeating a header key) or one
-/// over the connector's size limits. The error names the message and the limit.
+/// The latest origin timestamp a message may carry: the largest signed 64-bit count
+/// of microseconds, which is what stores of time (the local log's SQLite, databases
+/// downstream) can hold. A later one could never be stored, so it is refused here,
+/// the same for every target.
+pub const MAX_ORIGIN_TIMESTAMP: u64 = i64::MAX as u64;
+
+/// Refuse a batch the contract forbids (a message repeating a header key, an origin
+/// timestamp no store can hold) or one over the connector's limits. The error names
+/// the message and the rule.
+///
+/// Every pass is linear in the batch, and each cap is checked before the work it
+/// bounds: the number of messages before any message is looked at, the number and
+/// size of a message's headers before their keys are compared. A guest cannot make
+/// the host spend more than the limits allow.
 pub fn check(messages: &[Message], staged_state: Option<&[u8]>, limits: &Limits) -> Result<(), String> {
     if messages.len() > limits.max_messages_per_batch as usize {
         return Err(format!(
@@ -97,13 +114,10 @@ pub fn check(messages: &[Message], staged_state: Option<&[u8]>, limits: &Limits)
             limits.max_state_bytes
         ));
     }
+    let mut keys = HashSet::with_capacity(limits.max_headers_per_message.min(1024) as usize);
     let mut batch_bytes = 0u64;
     for (index, message) in messages.iter().enumerate() {
-        for (i, header) in message.headers.iter().enumerate() {
-            if message.headers[..i].iter().any(|h| h.key == header.key) {
-                return Err(format!("message {index} repeats the header key {:?}", header.key));
-            }
-        }
+        check_headers(index, &message.headers, limits, &mut keys)?;
         let size = message_size(message);
         if size > limits.max_message_bytes.bytes() {
             return Err(format!(
@@ -111,32 +125,70 @@ pub fn check(messages: &[Message], staged_state: Option<&[u8]>, limits: &Limits)
                 limits.max_message_bytes
             ));
         }
+        if let Some(origin) = message.origin_timestamp
+            && origin > MAX_ORIGIN_TIMESTAMP
+        {
+            return Err(format!(
+                "message {index} has origin-timestamp {origin}, past the latest any target can store \
+                 ({MAX_ORIGIN_TIMESTAMP} microseconds since the epoch)"
+            ));
+        }
         batch_bytes += size;
+        if batch_bytes > limits.max_batch_bytes.bytes() {
+            return Err(format!(
+                "the batch is over {batch_bytes} bytes (payloads and headers) by message {index}, over \
+                 limits.max_batch_bytes ({})",
+                limits.max_batch_bytes
+            ));
+        }
     }
-    if batch_bytes > limits.max_batch_bytes.bytes() {
+    Ok(())
+}
+
+/// One message's headers: within their caps (count first, then bytes), and no key
+/// twice. `keys` is scratch space, reused from message to message.
+fn check_headers<'a>(
+    index: usize,
+    headers: &'a [Header],
+    limits: &Limits,
+    keys: &mut HashSet<&'a str>,
+) -> Result<(), String> {
+    if headers.len() > limits.max_headers_per_message as usize {
         return Err(format!(
-            "the batch is {batch_bytes} bytes (payloads and headers), over limits.max_batch_bytes ({})",
-            limits.max_batch_bytes
+            "message {index} has {} headers, over limits.max_headers_per_message ({})",
+            headers.len(),
+            limits.max_headers_per_message
         ));
+    }
+    let header_bytes: u64 = headers.iter().map(header_size).sum();
+    if header_bytes > limits.max_header_bytes.bytes() {
+        return Err(format!(
+            "message {index} has {header_bytes} bytes of headers, over limits.max_header_bytes ({})",
+            limits.max_header_bytes
+        ));
+    }
+    keys.clear();
+    for header in headers {
+        if !keys.insert(header.key.as_str()) {
+            return Err(format!("message {index} repeats the header key {}", guest_text::quote(&header.key)));
+        }
     }
     Ok(())
 }
 
 /// Payload and headers, as the bytes a message takes.
 fn message_size(message: &Message) -> u64 {
-    let headers: usize = message
-        .headers
-        .iter()
-        .map(|h| {
-            h.key.len()
-                + match &h.value {
-                    HeaderValue::String(s) => s.len(),
-                    HeaderValue::Raw(b) => b.len(),
-                    _ => 16,
-                }
-        })
-        .sum();
-    (message.payload.len() + headers) as u64
+    message.payload.len() as u64 + message.headers.iter().map(header_size).sum::<u64>()
+}
+
+/// A header's key and value, as the bytes it takes (a number counts as 16).
+fn header_size(header: &Header) -> u64 {
+    let value = match &header.value {
+        HeaderValue::String(s) => s.len(),
+        HeaderValue::Raw(b) => b.len(),
+        _ => 16,
+    };
+    (header.key.len() + value) as u64
 }
 
 impl NackReason {
@@ -153,6 +205,7 @@ impl NackReason {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::ByteSize;
 
     #[test]
     fn u128_halves_round_trip() {
@@ -214,7 +267,6 @@ mod tests {
 
     #[test]
     fn batches_over_a_size_limit_are_refused_naming_it() {
-        use crate::config::ByteSize;
         let limits = Limits {
             max_messages_per_batch: 3,
             max_message_bytes: ByteSize(10),
@@ -240,5 +292,164 @@ mod tests {
             origin_timestamp: None,
         };
         assert!(refused(&[with_header], None).contains("limits.max_message_bytes"), "headers count");
+    }
+
+    fn header(key: &str) -> Header {
+        Header { key: key.into(), value: HeaderValue::Bool(true) }
+    }
+
+    fn with_headers(headers: Vec<Header>) -> Message {
+        Message { id: None, headers, payload: vec![], origin_timestamp: None }
+    }
+
+    #[test]
+    fn the_header_count_is_capped_before_any_key_is_compared() {
+        // 300,000 distinct short keys: the attack that cost the host minutes of CPU
+        // per batch when keys were compared pairwise. The cap answers at once.
+        let many = with_headers((0..300_000).map(|i| header(&format!("k{i}"))).collect());
+        let error = check(&[many], None, &Limits::default()).unwrap_err();
+        assert_eq!(error, "message 0 has 300000 headers, over limits.max_headers_per_message (64)");
+
+        let limits = Limits { max_headers_per_message: 3, max_header_bytes: ByteSize(60), ..Limits::default() };
+        assert!(check(&[with_headers(vec![header("a"), header("b"), header("c")])], None, &limits).is_ok());
+        let big = with_headers(vec![header(&"k".repeat(50))]);
+        assert!(
+            check(&[big], None, &limits).unwrap_err().contains("66 bytes of headers, over limits.max_header_bytes")
+        );
+    }
+
+    #[test]
+    fn a_quoted_header_key_is_escaped_and_cut() {
+        let key = format!("evil\n{}", "x".repeat(1 << 20));
+        let error = check(
+            &[with_headers(vec![header(&key), header(&key)])],
+            None,
+            &Limits { max_header_bytes: ByteSize::mib(4), max_message_bytes: ByteSize::mib(4), ..Limits::default() },
+        )
+        .unwrap_err();
+        assert!(error.starts_with("message 0 repeats the header key \"evil\\u{a}xxx"), "{error}");
+        assert!(error.len() < 200 && error.contains(&format!("{} bytes in all", key.len())), "{error}");
+    }
+
+    #[test]
+    fn an_origin_timestamp_no_target_can_store_is_refused_naming_the_rule() {
+        let at = |origin: u64| Message { id: None, headers: vec![], payload: vec![], origin_timestamp: Some(origin) };
+        assert!(check(&[at(MAX_ORIGIN_TIMESTAMP)], None, &Limits::default()).is_ok());
+        let error = check(&[at(0), at(u64::MAX)], None, &Limits::default()).unwrap_err();
+        assert!(error.starts_with("message 1 has origin-timestamp 18446744073709551615, past the latest"), "{error}");
+    }
+
+    #[test]
+    fn an_id_of_zero_is_derived_like_a_missing_one() {
+        let mut zero = messages(2);
+        zero[0].id = Some(Uint128::from(0));
+        let mut none = messages(2);
+        let source = IdSource::Cursor { connector: "k", committed_before: Some(b"7") };
+        assign_ids(&mut zero, source);
+        assign_ids(&mut none, source);
+        assert_eq!(ids(&zero), ids(&none), "0 means: derive it, stably");
+        assert!(ids(&zero).iter().all(|id| *id != 0));
+    }
+
+    mod properties {
+        //! The batch checks against a plain model of the rules, on arbitrary batches.
+        use proptest::prelude::*;
+
+        use super::super::*;
+        use crate::config::ByteSize;
+
+        fn header_value() -> impl Strategy<Value = HeaderValue> {
+            prop_oneof![
+                any::<bool>().prop_map(HeaderValue::Bool),
+                any::<u64>().prop_map(HeaderValue::Uint64),
+                ".{0,12}".prop_map(HeaderValue::String),
+                proptest::collection::vec(any::<u8>(), 0..12).prop_map(HeaderValue::Raw),
+            ]
+        }
+
+        fn message() -> impl Strategy<Value = Message> {
+            let header = ("[a-c\\n]{0,3}", header_value()).prop_map(|(key, value)| Header { key, value });
+            (
+                proptest::collection::vec(header, 0..8),
+                proptest::collection::vec(any::<u8>(), 0..40),
+                proptest::option::of(prop_oneof![any::<u64>(), 0..1000u64]),
+            )
+                .prop_map(|(headers, payload, origin_timestamp)| Message {
+                    id: None,
+                    headers,
+                    payload,
+                    origin_timestamp,
+                })
+        }
+
+        fn limits() -> impl Strategy<Value = Limits> {
+            (1..6u32, 1..6u32, 1..80u64, 1..200u64, 1..400u64, 1..8u64).prop_map(
+                |(messages, headers, header_bytes, message_bytes, batch_bytes, state)| Limits {
+                    max_messages_per_batch: messages,
+                    max_headers_per_message: headers,
+                    max_header_bytes: ByteSize(header_bytes),
+                    max_message_bytes: ByteSize(message_bytes),
+                    max_batch_bytes: ByteSize(batch_bytes),
+                    max_state_bytes: ByteSize(state),
+                    ..Limits::default()
+                },
+            )
+        }
+
+        /// The rules, written the obvious way (pairwise, no early caps).
+        fn allowed(messages: &[Message], state: Option<&[u8]>, limits: &Limits) -> bool {
+            let size = |m: &Message| m.payload.len() as u64 + m.headers.iter().map(header_size).sum::<u64>();
+            messages.len() <= limits.max_messages_per_batch as usize
+                && state.is_none_or(|s| s.len() as u64 <= limits.max_state_bytes.bytes())
+                && messages.iter().all(|m| {
+                    let header_bytes: u64 = m.headers.iter().map(header_size).sum();
+                    let unique =
+                        m.headers.iter().enumerate().all(|(i, h)| m.headers[..i].iter().all(|o| o.key != h.key));
+                    m.headers.len() <= limits.max_headers_per_message as usize
+                        && header_bytes <= limits.max_header_bytes.bytes()
+                        && unique
+                        && size(m) <= limits.max_message_bytes.bytes()
+                        && m.origin_timestamp.is_none_or(|t| t <= MAX_ORIGIN_TIMESTAMP)
+                })
+                && messages.iter().map(size).sum::<u64>() <= limits.max_batch_bytes.bytes()
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+            #[test]
+            fn check_agrees_with_the_rules(
+                messages in proptest::collection::vec(message(), 0..8),
+                state in proptest::option::of(proptest::collection::vec(any::<u8>(), 0..10)),
+                limits in limits(),
+            ) {
+                let verdict = check(&messages, state.as_deref(), &limits);
+                prop_assert_eq!(verdict.is_ok(), allowed(&messages, state.as_deref(), &limits), "{:?}", verdict);
+                if let Err(rule) = verdict {
+                    // Every refusal names the limit or rule it applied, on one clean line.
+                    prop_assert!(rule.contains("limits.") || rule.contains("repeats the header key")
+                        || rule.contains("origin-timestamp"), "{}", rule);
+                    prop_assert_eq!(crate::guest_text::clean(&rule, 10_000), rule.clone());
+                }
+            }
+
+            #[test]
+            fn derived_ids_are_never_zero_and_never_replace_given_ones(
+                given in proptest::collection::vec(proptest::option::of(any::<u128>()), 0..20),
+                cursor in proptest::option::of(proptest::collection::vec(any::<u8>(), 0..8)),
+            ) {
+                let mut batch: Vec<Message> = given.iter().map(|id| Message {
+                    id: id.map(Uint128::from), headers: vec![], payload: vec![], origin_timestamp: None,
+                }).collect();
+                assign_ids(&mut batch, IdSource::Cursor { connector: "k", committed_before: cursor.as_deref() });
+                for (message, given) in batch.iter().zip(&given) {
+                    let id = message.id.as_ref().unwrap().get();
+                    prop_assert_ne!(id, 0);
+                    if let Some(given) = given.filter(|g| *g != 0) {
+                        prop_assert_eq!(id, given);
+                    }
+                }
+            }
+        }
     }
 }

@@ -3,9 +3,13 @@
 //!
 //! Everything that can be checked before running is checked in [`Host::from_config`]
 //! (every component against the contract, every state file for corruption, every
-//! lock), so that bad input stops `ferry run` at once with an error naming it, and a
-//! host that starts has connectors that can run. What goes wrong later (a trap, a
-//! failing target) is one connector's problem, handled by its supervisor.
+//! lock), so that bad input stops `ferry run` at once with an error naming it.
+//! Compiling is the exception: it can take long, and a component built to exhaust the
+//! compiler must cost only its own connectors, so every component compiles in the
+//! background (bounded, see [`crate::runtime::compile`]) while the others start, and
+//! a component that cannot be compiled refuses the connectors that use it. What goes
+//! wrong later (a trap, a failing target) is one connector's problem, handled by its
+//! supervisor.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -14,25 +18,28 @@ use std::time::Duration;
 
 use tracing::Instrument;
 
-use crate::config::{Config, ConfigError, IggyConfig};
-use crate::runtime::{EngineOptions, LoadError, PoolSize, Runtime, Sandbox, SourceComponent};
+use crate::config::{Allocator, ByteSize, Config, ConfigError, IggyConfig};
+use crate::runtime::{
+    CheckedSource, Compiler, EngineOptions, LoadError, PendingComponent, PoolSize, Runtime, Sandbox, SourceComponent,
+};
 use crate::shutdown::{self, Shutdown};
 use crate::source::{SourceConnector, SourceSettings, supervise};
 use crate::state::{StateDir, StateError};
-use crate::status::{self, StatusBoard};
+use crate::status::{self, Reporter, StatusBoard};
 use crate::target::{IggyTarget, LocalLog, Target};
 
-/// What stops a host from starting.
+/// What stops a host from starting. (The problems are parts of the message, not
+/// error sources, so that a report of the chain says each thing once.)
 #[derive(Debug, thiserror::Error)]
 pub enum SetupError {
     #[error(transparent)]
     Config(#[from] ConfigError),
-    #[error("connector `{key}`: {source}")]
-    Component { key: String, source: LoadError },
-    #[error("connector `{key}`: {source}")]
-    State { key: String, source: StateError },
-    #[error("cannot start the WebAssembly runtime: {0:#}")]
-    Runtime(anyhow::Error),
+    #[error("connector `{key}`: {problem}")]
+    Component { key: String, problem: LoadError },
+    #[error("connector `{key}`: {problem}")]
+    State { key: String, problem: StateError },
+    #[error("cannot start the WebAssembly runtime: {0}")]
+    Runtime(String),
     #[error("{0}")]
     Iggy(String),
 }
@@ -67,9 +74,12 @@ impl Host {
         }
     }
 
-    /// The host `config` describes, every part of it checked.
-    pub fn from_config(config: &Config) -> Result<Host, SetupError> {
-        let runtime = Arc::new(Runtime::with_options(&engine_options(config)).map_err(SetupError::Runtime)?);
+    /// The host `config` describes, every part of it checked, its components
+    /// compiled by `compiler` (in the background: see [`PendingComponent`]).
+    pub fn from_config(config: &Config, compiler: Compiler) -> Result<Host, SetupError> {
+        let options = engine_options(config);
+        let runtime = Runtime::with_options(&options).map_err(|e| runtime_error(&options, e))?;
+        let runtime = Arc::new(runtime.with_compiler(compiler));
         let mut host = Host::new(runtime.clone());
         host.grace_period = config.runtime.shutdown_grace_period;
         host.progress_interval = config.runtime.progress_interval;
@@ -98,16 +108,17 @@ impl Host {
             }
         }
         let mut state_dirs: HashMap<PathBuf, StateDir> = HashMap::new();
-        let mut components: HashMap<PathBuf, Arc<SourceComponent>> = HashMap::new();
+        let mut components: HashMap<PathBuf, PendingComponent> = HashMap::new();
         for source in config.sources.iter().filter(|s| s.enabled) {
             let component = match components.get(&source.path) {
                 Some(component) => component.clone(),
                 None => {
-                    let _entered = status::connector_span(&source.key, source.tenant.as_deref()).entered();
-                    tracing::info!(path = %source.path.display(), "compiling component");
-                    let component = runtime
-                        .load_source(&source.path)
-                        .map_err(|e| SetupError::Component { key: source.key.clone(), source: e })?;
+                    let checked = runtime
+                        .check_source(&source.path, config.runtime.max_component_bytes.bytes())
+                        .map_err(|problem| SetupError::Component { key: source.key.clone(), problem })?;
+                    let span = status::connector_span(&source.key, source.tenant.as_deref());
+                    let component = compile_in_background(runtime.clone(), checked).instrument(span);
+                    let component = PendingComponent::spawn(source.path.clone(), component);
                     components.insert(source.path.clone(), component.clone());
                     component
                 }
@@ -116,7 +127,7 @@ impl Host {
             refuse_stranded_cursor(config, source).map_err(SetupError::Config)?;
             let states = state_dirs.entry(state_dir.clone()).or_insert_with(|| StateDir::new(&state_dir));
             let cursor =
-                states.open(&source.key).map_err(|e| SetupError::State { key: source.key.clone(), source: e })?;
+                states.open(&source.key).map_err(|problem| SetupError::State { key: source.key.clone(), problem })?;
             let plugin_config = source.plugin_config_json().map_err(|problem| ConfigError {
                 file: config.file.clone(),
                 problem: format!("sources (key `{}`): {problem}", source.key),
@@ -179,24 +190,25 @@ impl Host {
             let tenant = connector.tenant.clone();
             let span = status::connector_span(&key, tenant.as_deref());
             let reporter = self.status.reporter(&key, name, tenant.as_deref());
-            let task = supervise(self.runtime.clone(), connector, reporter, shutdown.clone()).instrument(span);
-            tasks.push((key, tokio::spawn(task)));
+            let supervisor = tokio::spawn(
+                supervise(self.runtime.clone(), connector, reporter.clone(), shutdown.clone()).instrument(span),
+            );
+            let abort = supervisor.abort_handle();
+            tasks.push((key, tokio::spawn(report_a_crash(supervisor, reporter)), abort));
         }
         tracing::info!("{} connector(s) running", tasks.len());
 
         shutdown.requested().await;
         tracing::info!(grace_period = ?self.grace_period, "shutting down: letting outstanding batches settle");
-        let deadline = tokio::time::Instant::now() + self.grace_period;
+        let now = tokio::time::Instant::now();
+        // A grace period too long to add up is as good as forever.
+        let deadline = now.checked_add(self.grace_period).unwrap_or(now + Duration::from_secs(86_400 * 365));
         let mut report = RunReport::default();
-        for (key, mut task) in tasks {
-            match tokio::time::timeout_at(deadline, &mut task).await {
-                Ok(Ok(())) => {}
-                Ok(Err(panic)) => tracing::error!(key = %key, "connector task failed: {panic}"),
-                Err(_) => {
-                    task.abort();
-                    tracing::warn!(key = %key, "did not settle within the grace period; its last batch will be produced again");
-                    report.unsettled.push(key.to_string());
-                }
+        for (key, mut task, supervisor) in tasks {
+            if tokio::time::timeout_at(deadline, &mut task).await.is_err() {
+                supervisor.abort();
+                tracing::warn!(key = %key, "did not settle within the grace period; its last batch will be produced again");
+                report.unsettled.push(key.to_string());
             }
         }
         stop_helpers.trigger();
@@ -226,6 +238,51 @@ pub fn engine_options(config: &Config) -> EngineOptions {
             max_memory_bytes: enabled.iter().map(|s| s.limits.memory.bytes()).max().unwrap_or(64 << 20),
         },
     }
+}
+
+/// Compile a checked component, saying so in the log (inside the span of the first
+/// connector that uses it).
+async fn compile_in_background(
+    runtime: Arc<Runtime>,
+    checked: CheckedSource,
+) -> Result<Arc<SourceComponent>, LoadError> {
+    let started = std::time::Instant::now();
+    tracing::info!(path = %checked.path().display(), "compiling component");
+    let compiled = runtime.compile_source(checked).await;
+    if compiled.is_ok() {
+        tracing::info!("component compiled in {:.0?}", started.elapsed());
+    }
+    compiled
+}
+
+/// Wait for a connector's supervisor; if it died of a panic (a bug in ferry), say so
+/// in its status instead of letting it look alive.
+async fn report_a_crash(supervisor: tokio::task::JoinHandle<()>, reporter: Reporter) {
+    if let Err(error) = supervisor.await
+        && error.is_panic()
+    {
+        let panic = error.into_panic();
+        let message = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic".into());
+        reporter.crashed(&message);
+    }
+}
+
+/// Why the runtime could not start, naming the setting behind it when there is one.
+fn runtime_error(options: &EngineOptions, error: anyhow::Error) -> SetupError {
+    if options.allocator == Allocator::Pooling {
+        return SetupError::Runtime(format!(
+            "[runtime] allocator = \"pooling\" reserves {} instance slots of up to {} each (the largest \
+             limits.memory) up front, and this machine cannot: {error:#}; lower limits.memory, run fewer \
+             connectors, or use allocator = \"on-demand\"",
+            options.pool.instances,
+            ByteSize(options.pool.max_memory_bytes),
+        ));
+    }
+    SetupError::Runtime(format!("{error:#}"))
 }
 
 fn start_iggy(config: &Config, iggy: &IggyConfig, at: &str) -> Result<Arc<dyn Target>, SetupError> {
@@ -258,4 +315,26 @@ fn refuse_stranded_cursor(config: &Config, source: &crate::config::SourceConfig)
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pool_the_machine_cannot_reserve_names_the_setting() {
+        // A million slots of 4 GiB: more address space than any machine has.
+        let options = EngineOptions {
+            allocator: Allocator::Pooling,
+            pool: PoolSize { instances: 1 << 20, max_memory_bytes: 4 << 30 },
+            ..EngineOptions::default()
+        };
+        let error = Runtime::with_options(&options).err().expect("the reservation fails");
+        let message = runtime_error(&options, error).to_string();
+        assert!(
+            message.contains("[runtime] allocator = \"pooling\" reserves 1048576 instance slots of up to 4 GiB"),
+            "{message}"
+        );
+        assert!(message.contains("allocator = \"on-demand\""), "{message}");
+    }
 }

@@ -121,7 +121,7 @@ fn connector(runtime: &Runtime, key: &str, component: &str, plugin_config: serde
     SourceConnector {
         key: key.into(),
         tenant: None,
-        component: load(runtime, component),
+        component: load(runtime, component).into(),
         plugin_config: plugin_config.to_string(),
         streams: vec![StreamConfig::new("bench", key)].into(),
         settings: quick_settings(),

@@ -74,7 +74,7 @@ async fn measure_into(
     let connector = SourceConnector {
         key: key.as_str().into(),
         tenant: None,
-        component: component.clone(),
+        component: component.clone().into(),
         plugin_config:
             serde_json::json!({ "messages_per_batch": batch, "payload_size": payload, "max_count": max_count })
                 .to_string(),

@@ -80,7 +80,7 @@ impl Harness {
         SourceConnector {
             key: key.into(),
             tenant: None,
-            component: self.component(component),
+            component: self.component(component).into(),
             plugin_config: plugin_config.to_string(),
             streams: vec![StreamConfig::new("test", key)].into(),
             settings: quick_settings(),

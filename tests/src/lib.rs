@@ -7,6 +7,7 @@ pub mod faults;
 pub mod harness;
 pub mod iggy_server;
 pub mod logs;
+pub mod raw_component;
 pub mod records;
 
 /// Paths of the components built from this workspace's guest crates.

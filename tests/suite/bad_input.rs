@@ -92,7 +92,39 @@ fn a_file_that_is_not_wasm_is_refused() {
     assert!(stderr.contains("fake.wasm: not a WebAssembly file"), "{stderr}");
     let missing = random_source_config("random", "max_count = 10").replace(RANDOM_SOURCE, "/nowhere/gone.wasm");
     let stderr = run_fails(&site.config("missing.toml", &missing));
-    assert!(stderr.contains("/nowhere/gone.wasm: cannot read the component"), "{stderr}");
+    assert!(stderr.contains("/nowhere/gone.wasm: the component: cannot open it: No such file"), "{stderr}");
+    assert_eq!(stderr.matches("No such file").count(), 1, "the reason is said once: {stderr}");
+    assert_unchanged(&site, "random", &committed);
+}
+
+#[test]
+fn a_component_path_that_is_not_a_regular_file_is_refused_at_once() {
+    let (site, committed) = site_with_committed_state("random");
+    let fifo = site.path("pipe.wasm");
+    let status = std::process::Command::new("mkfifo").arg(&fifo).status().expect("mkfifo runs");
+    assert!(status.success());
+    // A device that reads forever, a pipe nobody writes to, a directory: none is read.
+    for (path, kind) in [
+        ("/dev/zero", "a character device, not a regular file"),
+        (fifo.to_str().unwrap(), "a named pipe, not a regular file"),
+        (site.path("").to_str().unwrap(), "a directory, not a regular file"),
+    ] {
+        let text = random_source_config("random", "max_count = 10").replace(RANDOM_SOURCE, path);
+        let stderr = run_fails(&site.config("ferry.toml", &text));
+        assert!(stderr.contains("connector `random`") && stderr.contains(kind), "{path}: {stderr}");
+    }
+    assert_unchanged(&site, "random", &committed);
+}
+
+#[test]
+fn a_component_over_max_component_bytes_is_refused_naming_the_setting() {
+    let (site, committed) = site_with_committed_state("random");
+    let size = std::fs::metadata(RANDOM_SOURCE).unwrap().len();
+    let text = random_source_config("random", "max_count = 10")
+        .replace("[runtime]", &format!("[runtime]\nmax_component_bytes = {}", size - 1));
+    let stderr = run_fails(&site.config("ferry.toml", &text));
+    let expected = format!("it is {size} bytes, over [runtime] max_component_bytes ({} bytes)", size - 1);
+    assert!(stderr.contains(&expected), "{stderr}");
     assert_unchanged(&site, "random", &committed);
 }
 

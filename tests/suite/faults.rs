@@ -144,3 +144,38 @@ async fn too_many_nacks_in_a_row_fail_the_connector_and_it_restarts_from_committ
     assert_eq!(seqs(&h.records("flaky")), (0..50).collect::<Vec<_>>());
     running.stop().await;
 }
+
+/// A target with a bug: it panics.
+struct PanickingTarget;
+
+#[async_trait::async_trait]
+impl ferry::target::Target for PanickingTarget {
+    async fn deliver(&self, _: &ferry::target::Delivery) -> Result<(), ferry::target::DeliveryError> {
+        panic!("a bug in a target")
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connector_whose_task_dies_shows_as_failed_and_its_neighbour_goes_on() {
+    let h = Harness::new();
+    let mut broken = h.source("broken", RANDOM_SOURCE, json!({ "messages_per_batch": 5, "max_count": 100 }));
+    broken.target = Arc::new(PanickingTarget);
+    let neighbour = h.source("fine", RANDOM_SOURCE, json!({ "messages_per_batch": 5, "max_count": 100 }));
+    let mut running = h.start(vec![broken, neighbour]);
+    let (mut failure, mut neighbour_idle) = (None, false);
+    while failure.is_none() || !neighbour_idle {
+        match running.wait_for("the broken task's failure and the neighbour's idle", |_| true).await {
+            Event::Failed { key, reason } if &*key == "broken" => failure = Some(reason),
+            Event::Idle { key } if &*key == "fine" => neighbour_idle = true,
+            _ => {}
+        }
+    }
+    let reason = failure.unwrap();
+    assert!(reason.contains("panicked") && reason.contains("a bug in a target"), "{reason}");
+    let status = running.status.get("broken").unwrap();
+    assert_eq!(status.phase, ferry::status::Phase::Failed, "a dead task must not look alive: {status:?}");
+    assert!(h.committed("broken").is_none(), "nothing was delivered, so nothing is committed");
+    assert_complete(&seqs(&h.records("fine")), 100);
+    let report = running.stop().await;
+    assert!(report.unsettled.is_empty(), "{report:?}");
+}

@@ -11,6 +11,7 @@ use std::path::Path;
 use ferry::batch::NackReason;
 use ferry::config::Config;
 use ferry::host::Host;
+use ferry::runtime::Compiler;
 use ferry::state::StateDir;
 use ferry::status::Event;
 use ferry_tests::components::RANDOM_SOURCE;
@@ -111,7 +112,7 @@ fn start(dir: &Path, text: &str) -> Running {
     let path = dir.join("ferry.toml");
     std::fs::write(&path, text).unwrap();
     let config = Config::load(&path).unwrap_or_else(|e| panic!("{e}"));
-    Running::start(Host::from_config(&config).unwrap_or_else(|e| panic!("{e}")))
+    Running::start(Host::from_config(&config, Compiler::InProcess).unwrap_or_else(|e| panic!("{e}")))
 }
 
 fn is_nack_of(key: &'static str) -> impl FnMut(&Event) -> bool {

@@ -5,6 +5,7 @@
 //! `FERRY_TEST_LOG=<filter>` (e.g. `info`) prints the host's log while the tests run.
 
 mod bad_input;
+mod compile_bombs;
 mod crash;
 mod examples;
 mod faults;

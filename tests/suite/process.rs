@@ -65,6 +65,16 @@ impl Ferry {
         }
     }
 
+    /// The first line ferry logged, since it started, containing every one of
+    /// `needles` (waiting for it if there is none yet).
+    pub fn wait_until_logged(&mut self, needles: &[&str]) -> String {
+        let matches = |line: &String| needles.iter().all(|n| line.contains(n));
+        if let Some(line) = self.seen.lock().unwrap().iter().find(|l| matches(l)) {
+            return line.clone();
+        }
+        self.wait_for_line(needles)
+    }
+
     /// Everything ferry logged so far.
     pub fn log(&self) -> String {
         self.seen.lock().unwrap().join("\n")

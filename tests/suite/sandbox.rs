@@ -286,6 +286,78 @@ async fn a_cursor_over_its_size_limit_is_refused_and_names_the_limit() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_with_a_flood_of_headers_is_refused_at_the_header_cap_at_once() {
+    // 100,000 distinct keys: compared pairwise this was minutes of the host's CPU per
+    // batch, on a tokio worker, again after every NACK. The cap is checked first.
+    let extra = json!({ "n": 100_000 });
+    assert_oversize_refused("hydra", "many_headers", extra, "limits.max_headers_per_message", |c| {
+        c.sandbox.limits.memory = ByteSize::mib(256);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_origin_timestamp_no_target_can_store_is_refused_naming_the_rule() {
+    assert_oversize_refused("time-traveller", "far_future", json!({}), "origin-timestamp", |_| {}).await;
+}
+
+/// No line about connector `key`, and none of its status, carries a control
+/// character: its guest forged no line and sent nothing to the operator's terminal.
+fn assert_nothing_forged(running: &Running, key: &str) {
+    for line in capture().of(key) {
+        assert!(
+            !line.message.chars().any(|c| c.is_control() && c != '\t'),
+            "a guest's control characters reached the log: {line:?}"
+        );
+    }
+    let status = running.status.get(key).unwrap();
+    let last_error = status.last_error.unwrap_or_default();
+    assert!(!last_error.chars().any(char::is_control), "{last_error:?}");
+    assert!(last_error.len() <= 2200, "the status keeps a bounded error: {} bytes", last_error.len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_header_key_quoted_in_a_nack_cannot_forge_a_line_or_flood_the_log() {
+    let h = Harness::new();
+    let extra = json!({ "bytes": 60_000 });
+    let mut forger = offender(&h, "forger", "repeated_key", extra);
+    forger.settings.max_consecutive_nacks = 3;
+    forger.sandbox.limits.max_header_bytes = ByteSize::kib(200);
+    forger.sandbox.limits.max_message_bytes = ByteSize::kib(200);
+    let (running, episode) = contain(&h, forger).await;
+    assert_eq!(episode.nacks.len(), 3, "{episode:?}");
+    for (reason, detail) in &episode.nacks {
+        assert_eq!(*reason, NackReason::Rejected);
+        assert!(detail.starts_with("message 0 repeats the header key \"k\\u{a}2030-01-01"), "{detail}");
+        assert!(detail.len() < 300 && detail.contains("bytes in all"), "cut, its size noted: {detail}");
+    }
+    assert_nothing_forged(&running, "forger");
+    running.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guest_error_cannot_forge_a_line_steer_the_terminal_or_flood_the_log() {
+    let h = Harness::new();
+    // 30 MiB of error message, returned by every poll.
+    let mut forger = offender(&h, "shouter", "error_text", json!({ "bytes": 30 << 20 }));
+    forger.settings.max_consecutive_nacks = 3;
+    forger.sandbox.limits.memory = ByteSize::mib(256);
+    let (running, episode) = contain(&h, forger).await;
+    assert_eq!(episode.failures.len(), 1, "three errors in a row fail it: {episode:?}");
+    let errors: Vec<_> =
+        capture().of("shouter").into_iter().filter(|l| l.message.starts_with("guest error:")).collect();
+    assert_eq!(errors.len(), 3, "{errors:?}");
+    for line in &errors {
+        assert!(line.message.contains("oops\\u{a}2030-01-01T00:00:00Z  INFO connector{key=victim}"), "{line:?}");
+        let size = line.message.rsplit("[cut: ").next().and_then(|t| t.strip_suffix(" bytes in all]"));
+        assert!(size.and_then(|n| n.parse::<u64>().ok()).is_some_and(|n| n > 30 << 20), "its size is noted: {line:?}");
+        assert!(line.message.len() < 2200, "{} bytes", line.message.len());
+    }
+    assert_nothing_forged(&running, "shouter");
+    running.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_guest_flooding_the_log_is_rate_limited_and_keeps_delivering() {
     const RATE: u32 = 20;
     const BURST: u32 = 50;

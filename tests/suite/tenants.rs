@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 use ferry::config::Config;
 use ferry::host::Host;
+use ferry::runtime::Compiler;
 use ferry::state::{CursorStore, StateDir};
 use ferry::status::Event;
 use ferry::target::LocalLog;
@@ -223,7 +224,7 @@ async fn status_carries_the_tenant_on_the_board_and_in_ferry_status() {
     let site = Site::new();
     let config_path = site.config("ferry.toml", &acme_and_plain());
     let config = Config::load(&config_path).unwrap_or_else(|e| panic!("{e}"));
-    let host = Host::from_config(&config).unwrap_or_else(|e| panic!("{e}"));
+    let host = Host::from_config(&config, Compiler::InProcess).unwrap_or_else(|e| panic!("{e}"));
     let mut running = Running::start(host);
     // Both idle, in whichever order they get there: then both delivered everything.
     let mut busy = vec!["acme-feed", "plain"];

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use crate::config::Config;
+use crate::config::{Config, RuntimeConfig};
 use crate::contract::{self, ComponentWorld, Contract, SOURCE_WORLD};
 use crate::grants::{self, Verdict};
 use crate::runtime::Runtime;
@@ -32,8 +32,13 @@ pub fn inspect(path: &Path, wit: bool, grants_of: Option<(&Path, &str)>) -> Resu
         println!("source: no: {problem}");
         return Ok(ExitCode::FAILURE);
     }
-    let runtime = Runtime::new()?;
-    match runtime.load_source(path) {
+    let settings = RuntimeConfig::default();
+    let runtime = Runtime::new()?.with_compiler(super::run::isolated_compiler(&settings)?);
+    let loaded = tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
+        let checked = runtime.check_source(path, settings.max_component_bytes.bytes())?;
+        runtime.compile_source(checked).await
+    });
+    match loaded {
         Ok(_) => {
             println!("source: yes: implements {SOURCE_WORLD}, compiles and links");
             Ok(ExitCode::SUCCESS)

@@ -87,6 +87,19 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// (Internal) compile the component on stdin, write the artifact on stdout.
+    ///
+    /// `ferry run` and `ferry inspect` run this in a child process, so that a
+    /// component built to exhaust the compiler is stopped at `--memory` bytes.
+    #[command(name = "compile-component", hide = true)]
+    CompileComponent {
+        /// The cap on the process's data memory, in bytes.
+        #[arg(long)]
+        memory: u64,
+        /// Compile for an engine that meters fuel.
+        #[arg(long)]
+        fuel: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -140,6 +153,10 @@ enum LogCommand {
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::CompileComponent { memory, fuel } = cli.command {
+        // A child of `run`: no logging set up, nothing but the compile.
+        return crate::runtime::compile::child_main(memory, fuel);
+    }
     // `run` is a service and logs its progress; the other commands print their
     // answer on stdout and only log problems.
     let default_level = if matches!(cli.command, Command::Run { .. }) { "info" } else { "warn" };
@@ -162,6 +179,7 @@ pub fn main() -> ExitCode {
         }
         Command::Log { command: LogCommand::Topics { config } } => log::topics(&config),
         Command::Status { config, json } => status::status(&config, json),
+        Command::CompileComponent { .. } => unreachable!("handled above"),
     };
     match result {
         Ok(code) => code,

@@ -3,8 +3,9 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use crate::config::Config;
+use crate::config::{Config, RuntimeConfig};
 use crate::host::Host;
+use crate::runtime::{Compiler, Isolation};
 use crate::shutdown;
 use anyhow::{Result, bail};
 
@@ -12,7 +13,7 @@ pub fn run(path: &Path) -> Result<ExitCode> {
     let config = Config::load(path)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async {
-        let host = Host::from_config(&config)?;
+        let host = Host::from_config(&config, isolated_compiler(&config.runtime)?)?;
         if host.connector_count() == 0 {
             bail!("{}: no enabled [[sources]]; nothing to run", path.display());
         }
@@ -37,4 +38,11 @@ pub fn run(path: &Path) -> Result<ExitCode> {
             Ok(ExitCode::FAILURE)
         }
     })
+}
+
+/// Components compiled in child processes of this binary, within `[runtime]`'s
+/// compile_timeout and compile_memory.
+pub fn isolated_compiler(runtime: &RuntimeConfig) -> Result<Compiler> {
+    let exe = std::env::current_exe().map_err(|e| anyhow::anyhow!("cannot find ferry's own executable: {e}"))?;
+    Ok(Compiler::Isolated(Isolation { exe, timeout: runtime.compile_timeout, memory: runtime.compile_memory.bytes() }))
 }

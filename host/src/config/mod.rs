@@ -90,6 +90,13 @@ pub struct RuntimeConfig {
     /// How instance memory is allocated: `on-demand` (mmap per instance) or
     /// `pooling` (slots reserved up front, reused on every restart).
     pub allocator: Allocator,
+    /// The largest component file ferry reads.
+    pub max_component_bytes: ByteSize,
+    /// How long compiling one component may take (it happens in a child process).
+    #[serde(with = "duration")]
+    pub compile_timeout: Duration,
+    /// How much memory compiling one component may take.
+    pub compile_memory: ByteSize,
 }
 
 impl Default for RuntimeConfig {
@@ -98,6 +105,9 @@ impl Default for RuntimeConfig {
             shutdown_grace_period: Duration::from_secs(10),
             progress_interval: Duration::from_secs(10),
             allocator: Allocator::default(),
+            max_component_bytes: ByteSize::mib(64),
+            compile_timeout: Duration::from_secs(60),
+            compile_memory: ByteSize::mib(2048),
         }
     }
 }

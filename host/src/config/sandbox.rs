@@ -9,6 +9,8 @@
 //! max_messages_per_batch = 10000
 //! max_batch_bytes = "16MiB"
 //! max_message_bytes = "1MiB"
+//! max_headers_per_message = 64
+//! max_header_bytes = "64KiB"
 //! max_state_bytes = "1MiB"
 //! log_lines_per_second = 100    # guest log lines; a burst of `log_burst` is allowed
 //!
@@ -56,6 +58,10 @@ pub struct Limits {
     pub max_messages_per_batch: u32,
     pub max_batch_bytes: ByteSize,
     pub max_message_bytes: ByteSize,
+    /// Headers one message may carry; checked before anything else looks at them.
+    pub max_headers_per_message: u32,
+    /// Bytes of header keys and values in one message.
+    pub max_header_bytes: ByteSize,
     pub max_state_bytes: ByteSize,
     /// Guest log lines (logging import and stdout/stderr) per second, on average.
     pub log_lines_per_second: u32,
@@ -76,6 +82,8 @@ impl Default for Limits {
             max_messages_per_batch: 10_000,
             max_batch_bytes: ByteSize::mib(16),
             max_message_bytes: ByteSize::mib(1),
+            max_headers_per_message: 64,
+            max_header_bytes: ByteSize::kib(64),
             max_state_bytes: ByteSize::mib(1),
             log_lines_per_second: 100,
             log_burst: 1000,

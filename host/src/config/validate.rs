@@ -108,6 +108,8 @@ fn validate_limits(limits: &Limits) -> Result<(), (&'static str, String)> {
         ("limits.max_messages_per_batch", u64::from(limits.max_messages_per_batch)),
         ("limits.max_batch_bytes", limits.max_batch_bytes.bytes()),
         ("limits.max_message_bytes", limits.max_message_bytes.bytes()),
+        ("limits.max_headers_per_message", u64::from(limits.max_headers_per_message)),
+        ("limits.max_header_bytes", limits.max_header_bytes.bytes()),
         ("limits.max_state_bytes", limits.max_state_bytes.bytes()),
         ("limits.log_lines_per_second", u64::from(limits.log_lines_per_second)),
         ("limits.log_burst", u64::from(limits.log_burst)),

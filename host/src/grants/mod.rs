@@ -78,6 +78,7 @@ pub fn verdict(import: &str, grants: &Grants) -> Verdict {
         ("wasi:cli", "environment") => by(!grants.env.is_empty(), "grants.env", "no variables: grants.env is empty"),
         ("wasi:cli", "exit") => Verdict::Granted("ends the instance (a trap)"),
         ("wasi:filesystem", _) => by(!grants.dirs.is_empty(), "grants.dirs", "no directories: grants.dirs is empty"),
+        ("wasi:sockets", "udp" | "udp-create-socket") => Verdict::Denied("UDP is never granted"),
         ("wasi:sockets", _) | ("wasi:http", "outgoing-handler" | "types") => {
             by(!grants.network.is_empty(), "grants.network", "no addresses: grants.network is empty")
         }
@@ -110,5 +111,8 @@ mod tests {
         assert!(matches!(verdict("wasi:cli/environment@0.2.3", &grants), Verdict::Granted("grants.env")));
         assert!(matches!(verdict("wasi:sockets/tcp@0.2.0", &grants), Verdict::Granted("grants.network")));
         assert!(matches!(verdict("wasi:filesystem/types@0.2.3", &grants), Verdict::Denied(_)));
+        // A network grant is TCP and HTTP only: the sandbox never lets UDP out.
+        assert_eq!(verdict("wasi:sockets/udp@0.2.3", &grants), Verdict::Denied("UDP is never granted"));
+        assert_eq!(verdict("wasi:sockets/udp-create-socket@0.2.3", &grants), Verdict::Denied("UDP is never granted"));
     }
 }

@@ -37,17 +37,30 @@ impl Default for PoolSize {
 
 /// An engine for components, compiling with Cranelift at full optimisation.
 pub fn new_engine(options: &EngineOptions) -> wasmtime::Result<Engine> {
-    let mut config = Config::new();
-    config.wasm_component_model(true);
-    config.cranelift_opt_level(OptLevel::Speed);
-    config.epoch_interruption(true);
-    config.consume_fuel(options.fuel);
+    let mut config = compiling_config(options.fuel);
     if options.allocator == Allocator::Pooling {
         config.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling(options.pool)));
     }
     let engine = Engine::new(&config)?;
     start_epoch_ticker(engine.weak());
     Ok(engine)
+}
+
+/// An engine that only compiles, for the child process of
+/// [`super::compile::Compiler::Isolated`]. What it produces loads into an engine of
+/// [`new_engine`] with the same `fuel`: the allocator does not change the code.
+pub fn compiling_engine(fuel: bool) -> wasmtime::Result<Engine> {
+    Engine::new(&compiling_config(fuel))
+}
+
+/// Everything about the engine that decides the compiled code.
+fn compiling_config(fuel: bool) -> Config {
+    let mut config = Config::new();
+    config.wasm_component_model(true);
+    config.cranelift_opt_level(OptLevel::Speed);
+    config.epoch_interruption(true);
+    config.consume_fuel(fuel);
+    config
 }
 
 /// Slots for `pool.instances` component instances. A Rust guest built with the

@@ -20,9 +20,10 @@ use std::time::Duration;
 use wasmtime::Store;
 
 use super::bindings::SourceConnector;
-use super::bindings::types::{Batch, BatchResult};
+use super::bindings::types::{Batch, BatchResult, Error};
 use super::context::GuestContext;
 use super::limits::CallTimedOut;
+use crate::guest_text::{self, MAX_MESSAGE};
 
 /// How a guest call failed.
 #[derive(Debug, thiserror::Error)]
@@ -41,10 +42,28 @@ impl CallError {
     }
 }
 
-/// The trap and the guest backtrace wasmtime attached, on one line.
+/// The trap and the guest backtrace wasmtime attached, on one line. The backtrace
+/// names the guest's functions as its name section says, so it is guest text.
 fn trap_summary(error: &wasmtime::Error) -> String {
     let text = format!("{error:#}");
-    text.split('\n').map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" | ")
+    let mut line = text.split('\n').map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" | ");
+    if text.contains(HOSTCALL_FUEL_EXHAUSTED) {
+        line.insert_str(
+            0,
+            "the guest handed the host more data in one call than its limits allow (see limits.max_batch_bytes \
+             and limits.max_messages_per_batch): ",
+        );
+    }
+    guest_text::clean(&line, MAX_MESSAGE)
+}
+
+/// What wasmtime says when a call hands the host more data than the store's
+/// hostcall fuel (see [`super::limits::hostcall_fuel`]).
+const HOSTCALL_FUEL_EXHAUSTED: &str = "fuel allocated for hostcalls has been exhausted";
+
+/// The guest's `error`, made safe to print.
+fn failed(call: &'static str, error: Error) -> CallError {
+    CallError::Failed { call, message: guest_text::clean(&error.message, MAX_MESSAGE) }
 }
 
 /// A guest instance in its own store.
@@ -71,7 +90,7 @@ impl SourceInstance {
         let guest = self.bindings.iggy_connector_source();
         let result = within(timeout, "open", guest.call_open(&mut self.store, config, committed_state)).await;
         self.end_call();
-        result?.map_err(|e| CallError::Failed { call: "open", message: e.message })
+        result?.map_err(|e| failed("open", e))
     }
 
     pub async fn poll(&mut self) -> Result<Option<Batch>, CallError> {
@@ -79,7 +98,7 @@ impl SourceInstance {
         let guest = self.bindings.iggy_connector_source();
         let result = within(timeout, "poll", guest.call_poll(&mut self.store)).await;
         self.end_call();
-        result?.map_err(|e| CallError::Failed { call: "poll", message: e.message })
+        result?.map_err(|e| failed("poll", e))
     }
 
     pub async fn on_batch_result(&mut self, id: u64, result: &BatchResult) -> Result<(), CallError> {

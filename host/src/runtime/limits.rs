@@ -116,3 +116,24 @@ impl CallClock {
         Ok(UpdateDeadline::Yield(1))
     }
 }
+
+/// How much data one call may hand the host, in bytes as the host holds it: wasmtime's
+/// "hostcall fuel", spent while a returned batch (or an error, or a log line) is
+/// lifted out of the guest's memory, before any of Ferry's checks can run.
+///
+/// Derived from the batch limits, twice over: a batch at every cap (each message with
+/// every header it may have) lifts with room to spare, so a batch somewhat over a cap
+/// is NACKed `rejected` by the batch checks, naming the cap; one far over it traps
+/// before the host has allocated much more than the limits allow.
+pub fn hostcall_fuel(limits: &Limits) -> usize {
+    use super::bindings::types::{Header, Message};
+    let per_message = (size_of::<Message>() as u64)
+        .saturating_add(u64::from(limits.max_headers_per_message).saturating_mul(size_of::<Header>() as u64));
+    let batch = u64::from(limits.max_messages_per_batch)
+        .saturating_mul(per_message)
+        .saturating_add(limits.max_batch_bytes.bytes())
+        .saturating_add(limits.max_state_bytes.bytes());
+    // Room for the rest of one call's data: an error message, a log line.
+    const SLACK: u64 = 1 << 20;
+    usize::try_from(batch.saturating_mul(2).saturating_add(SLACK)).unwrap_or(usize::MAX)
+}

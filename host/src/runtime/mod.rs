@@ -3,10 +3,12 @@
 //! connector's limits and with only its grants.
 
 pub mod bindings;
+pub mod compile;
 pub mod context;
 mod engine;
 pub mod instance;
 pub mod limits;
+mod pending;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -17,12 +19,15 @@ use wasmtime::{Engine, Store};
 
 use crate::config::{Grants, Limits};
 use crate::contract::{self, ComponentWorld, Contract, ContractError};
+use crate::files::{self, FileError};
 use crate::grants::{self, logging::GuestLog};
 use bindings::SourceConnectorPre;
+pub use compile::{CompileFailure, Compiler, Isolation};
 use context::GuestContext;
 pub use engine::{EngineOptions, PoolSize};
 pub use instance::{CallError, SourceInstance};
 use limits::{CallClock, MemoryLimiter};
+pub use pending::PendingComponent;
 
 /// What one connector's instances may use and reach.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -34,14 +39,29 @@ pub struct Sandbox {
 /// Why a component cannot be used as a source. Always names the file.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
-    #[error("{}: cannot read the component: {source}", path.display())]
-    Read { path: PathBuf, source: std::io::Error },
-    #[error("{}: {source}", path.display())]
-    Contract { path: PathBuf, source: ContractError },
+    #[error("{0}")]
+    Read(FileError),
+    #[error("{}: {problem}", path.display())]
+    Contract { path: PathBuf, problem: ContractError },
     #[error("{}: the component does not compile: {message}", path.display())]
     Compile { path: PathBuf, message: String },
+    #[error("{}: {failure}", path.display())]
+    Bounded { path: PathBuf, failure: CompileFailure },
     #[error("{}: the component needs an import this host does not provide: {message}", path.display())]
     Link { path: PathBuf, message: String },
+}
+
+/// A component read and checked against the contract, not compiled yet.
+pub struct CheckedSource {
+    path: PathBuf,
+    bytes: Vec<u8>,
+    imports: Vec<String>,
+}
+
+impl CheckedSource {
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
 }
 
 /// A source component, compiled and checked, ready to be instantiated any number of
@@ -63,16 +83,23 @@ impl SourceComponent {
     }
 }
 
-/// The engine, the linker every guest is linked with, and the contract.
+/// The largest component [`Runtime::load_source`] reads (trusted callers; `ferry run`
+/// takes `[runtime] max_component_bytes`).
+pub const MAX_COMPONENT_BYTES: u64 = 256 << 20;
+
+/// The engine, the linker every guest is linked with, the contract, and how
+/// components get compiled.
 pub struct Runtime {
     engine: Engine,
     linker: Linker<GuestContext>,
     contract: Contract,
     meters_fuel: bool,
+    compiler: Compiler,
 }
 
 impl Runtime {
-    /// A runtime with the default engine: no fuel metering, on-demand allocation.
+    /// A runtime with the default engine: no fuel metering, on-demand allocation,
+    /// components compiled in-process.
     pub fn new() -> anyhow::Result<Runtime> {
         Self::with_options(&EngineOptions::default())
     }
@@ -83,7 +110,19 @@ impl Runtime {
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
         bindings::logging::add_to_linker::<GuestContext, HasSelf<GuestContext>>(&mut linker, |ctx| ctx)?;
-        Ok(Runtime { engine, linker, contract: Contract::load(), meters_fuel: options.fuel })
+        Ok(Runtime {
+            engine,
+            linker,
+            contract: Contract::load(),
+            meters_fuel: options.fuel,
+            compiler: Compiler::InProcess,
+        })
+    }
+
+    /// Compile components with `compiler` from now on.
+    pub fn with_compiler(mut self, compiler: Compiler) -> Runtime {
+        self.compiler = compiler;
+        self
     }
 
     /// Whether this engine meters fuel (so `limits.fuel` can be honoured).
@@ -91,18 +130,66 @@ impl Runtime {
         self.meters_fuel
     }
 
-    /// Read, check and compile the component at `path`.
+    /// Read the component at `path` (a regular file of at most `max_bytes`) and check
+    /// it against the contract, without compiling it: cheap, so that a component of
+    /// the wrong kind stops `ferry run` before anything starts.
+    pub fn check_source(&self, path: &Path, max_bytes: u64) -> Result<CheckedSource, LoadError> {
+        let bytes = files::read_regular(path, max_bytes, "the component", "[runtime] max_component_bytes")
+            .map_err(LoadError::Read)?;
+        let contract_error = |problem| LoadError::Contract { path: path.to_path_buf(), problem };
+        let world = inspect(&bytes).map_err(contract_error)?;
+        contract::check_source(&world, &self.contract).map_err(contract_error)?;
+        Ok(CheckedSource { path: path.to_path_buf(), bytes, imports: world.imports() })
+    }
+
+    /// Compile a checked component with this runtime's compiler, and link it.
+    pub async fn compile_source(&self, checked: CheckedSource) -> Result<Arc<SourceComponent>, LoadError> {
+        let CheckedSource { path, bytes, imports } = checked;
+        let component = match &self.compiler {
+            Compiler::InProcess => {
+                let engine = self.engine.clone();
+                tokio::task::spawn_blocking(move || Component::new(&engine, &bytes))
+                    .await
+                    .map_err(|e| LoadError::Compile {
+                        path: path.clone(),
+                        message: format!("the compile task failed: {e}"),
+                    })?
+                    .map_err(|e| LoadError::Compile { path: path.clone(), message: format!("{e:#}") })?
+            }
+            Compiler::Isolated(isolation) => {
+                let artifact = isolation.compile(&bytes, self.meters_fuel).await.map_err(|failure| match failure {
+                    CompileFailure::Invalid(message) => LoadError::Compile { path: path.clone(), message },
+                    failure => LoadError::Bounded { path: path.clone(), failure },
+                })?;
+                // SAFETY: the artifact was just made by our own binary's compiler (the
+                // child process), for an engine configured like this one, and wasmtime
+                // checks that configuration before loading it.
+                unsafe { Component::deserialize(&self.engine, &artifact) }
+                    .map_err(|e| LoadError::Compile { path: path.clone(), message: format!("{e:#}") })?
+            }
+        };
+        self.link(path, component, imports)
+    }
+
+    /// Read, check and compile the component at `path`, in this process: for
+    /// components the caller trusts (tests, benchmarks, tools).
     pub fn load_source(&self, path: &Path) -> Result<Arc<SourceComponent>, LoadError> {
-        let bytes = std::fs::read(path).map_err(|source| LoadError::Read { path: path.to_path_buf(), source })?;
-        let world = inspect(&bytes).map_err(|source| LoadError::Contract { path: path.to_path_buf(), source })?;
-        contract::check_source(&world, &self.contract)
-            .map_err(|source| LoadError::Contract { path: path.to_path_buf(), source })?;
+        let CheckedSource { path, bytes, imports } = self.check_source(path, MAX_COMPONENT_BYTES)?;
         let component = Component::new(&self.engine, &bytes)
-            .map_err(|e| LoadError::Compile { path: path.to_path_buf(), message: format!("{e:#}") })?;
-        let link_error = |e: wasmtime::Error| LoadError::Link { path: path.to_path_buf(), message: format!("{e:#}") };
+            .map_err(|e| LoadError::Compile { path: path.clone(), message: format!("{e:#}") })?;
+        self.link(path, component, imports)
+    }
+
+    fn link(
+        &self,
+        path: PathBuf,
+        component: Component,
+        imports: Vec<String>,
+    ) -> Result<Arc<SourceComponent>, LoadError> {
+        let link_error = |e: wasmtime::Error| LoadError::Link { path: path.clone(), message: format!("{e:#}") };
         let instance_pre = self.linker.instantiate_pre(&component).map_err(link_error)?;
         let pre = SourceConnectorPre::new(instance_pre).map_err(link_error)?;
-        Ok(Arc::new(SourceComponent { path: path.to_path_buf(), pre, imports: world.imports() }))
+        Ok(Arc::new(SourceComponent { path, pre, imports }))
     }
 
     /// A fresh instance of `component` in `sandbox`, logging through `log`, adding
@@ -135,6 +222,7 @@ impl Runtime {
         };
         let mut store = Store::new(&self.engine, context);
         store.limiter(|context| &mut context.limiter);
+        store.set_hostcall_fuel(limits::hostcall_fuel(&sandbox.limits));
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(|context| context.data().clock.on_tick());
         if let Some(fuel) = fuel_per_call {

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::{BackoffConfig, SourceConfig, StreamConfig};
-use crate::runtime::{Sandbox, SourceComponent};
+use crate::runtime::{PendingComponent, Sandbox};
 use crate::state::CursorStore;
 use crate::target::Target;
 
@@ -26,7 +26,8 @@ pub struct SourceConnector {
     pub key: Arc<str>,
     /// The tenant it belongs to, if any.
     pub tenant: Option<Arc<str>>,
-    pub component: Arc<SourceComponent>,
+    /// Its component, compiled or on its way.
+    pub component: PendingComponent,
     /// The guest's `plugin_config`, as the JSON its `open` receives.
     pub plugin_config: String,
     pub streams: Arc<[StreamConfig]>,

@@ -1,6 +1,7 @@
 //! The supervisor: keeps one connector running, instance after instance.
 //!
-//! Each round loads the committed cursor from the state store (never from memory:
+//! First it waits for the connector's component to be compiled (a component that
+//! cannot be refuses this connector alone). Each round loads the committed cursor from the state store (never from memory:
 //! the store is the truth), starts a fresh instance, opens it with that cursor and
 //! runs the source loop. When the loop ends with a trap or too many failures, the
 //! instance is dropped and, after a capped exponential backoff, the next round
@@ -14,13 +15,20 @@ use super::SourceConnector;
 use super::source_loop::{Exit, SourceLoop};
 use crate::backoff::Backoff;
 use crate::grants::logging::{GuestLog, LogBudget};
-use crate::runtime::Runtime;
+use crate::runtime::{Runtime, SourceComponent};
 use crate::shutdown::Shutdown;
 use crate::state::StateError;
 use crate::status::Reporter;
 
 /// Run `connector` until shutdown. Call inside the connector's tracing span.
 pub async fn supervise(runtime: Arc<Runtime>, connector: SourceConnector, status: Reporter, mut shutdown: Shutdown) {
+    let component = tokio::select! {
+        compiled = connector.component.get() => match compiled {
+            Ok(component) => component,
+            Err(error) => return status.refused(&error.to_string()),
+        },
+        _ = shutdown.requested() => return status.stopped(),
+    };
     let mut restart_backoff = Backoff::new(connector.settings.restart_backoff);
     let limits = &connector.sandbox.limits;
     // One log budget for every instance: restarting must not refill it.
@@ -30,7 +38,7 @@ pub async fn supervise(runtime: Arc<Runtime>, connector: SourceConnector, status
     while !shutdown.is_requested() {
         instances += 1;
         let log = GuestLog::new(tracing::Span::current(), log_budget.clone());
-        let reason = match run_instance(&runtime, &connector, &status, &shutdown, log, instances).await {
+        let reason = match run_instance(&runtime, &component, &connector, &status, &shutdown, log, instances).await {
             Round::Stopped => break,
             Round::Refused(reason) => {
                 status.refused(&reason);
@@ -64,6 +72,7 @@ enum Round {
 
 async fn run_instance(
     runtime: &Runtime,
+    component: &SourceComponent,
     connector: &SourceConnector,
     status: &Reporter,
     shutdown: &Shutdown,
@@ -79,7 +88,7 @@ async fn run_instance(
     status.starting(instance_number, committed.as_ref().map(|c| c.generation));
 
     let fuel_meter = status.meters().fuel_consumed.clone();
-    let mut instance = match runtime.instantiate(&connector.component, &connector.sandbox, log, fuel_meter).await {
+    let mut instance = match runtime.instantiate(component, &connector.sandbox, log, fuel_meter).await {
         Ok(instance) => instance,
         Err(error) => return failed(error.to_string()),
     };

@@ -3,6 +3,11 @@
 //!
 //! The source loop and supervisor report through a [`Reporter`]; they never format
 //! a log line themselves, so the loop reads as the contract and nothing else.
+//!
+//! Errors, NACK details and trap messages often quote what a guest said, so the
+//! reporter treats them as guest text: escaped and cut (see [`guest_text`]) before
+//! they reach the log, the status file or an event, and the lines about them are
+//! rate-limited per connector (every count in status stays exact).
 
 mod file;
 mod progress;
@@ -16,6 +21,8 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{Notify, broadcast};
 
 use crate::batch::NackReason;
+use crate::guest_text::{self, MAX_MESSAGE};
+use crate::rate_limit::RateLimit;
 
 pub use file::{StatusFile, keep_written, read_status_file, status_file_path, write_final};
 pub use progress::log_progress;
@@ -142,7 +149,8 @@ impl StatusBoard {
         self.lock().insert(key.to_string(), status);
         let meters = Arc::new(Meters::default());
         self.meters.lock().unwrap_or_else(|e| e.into_inner()).insert(key.to_string(), meters.clone());
-        Reporter { key: key.into(), board: self.clone(), meters }
+        let problems = Arc::new(RateLimit::new(PROBLEM_LINES_PER_SECOND, PROBLEM_LINES_BURST));
+        Reporter { key: key.into(), board: self.clone(), meters, problems }
     }
 
     /// The status of every connector, by key.
@@ -185,6 +193,11 @@ impl StatusBoard {
     }
 }
 
+/// Lines about a connector's errors, NACKs and traps, per second on average.
+const PROBLEM_LINES_PER_SECOND: u32 = 10;
+/// ... and at once.
+const PROBLEM_LINES_BURST: u32 = 50;
+
 /// Reports one connector's changes: updates its status, logs the line operators
 /// need, and publishes the event.
 #[derive(Clone)]
@@ -192,6 +205,8 @@ pub struct Reporter {
     key: Arc<str>,
     board: Arc<StatusBoard>,
     meters: Arc<Meters>,
+    /// The budget of lines about problems, which a guest can provoke at will.
+    problems: Arc<RateLimit>,
 }
 
 impl Reporter {
@@ -250,46 +265,87 @@ impl Reporter {
     }
 
     pub fn nacked(&self, batch: u64, reason: NackReason, detail: &str) {
-        tracing::warn!(batch, reason = reason.as_str(), "NACK: {detail}; committed cursor unchanged");
-        let event = Event::Nacked { key: self.key.clone(), batch, reason, detail: detail.to_string() };
+        let detail = guest_text::clean(detail, MAX_MESSAGE);
+        self.problem_line(|| {
+            tracing::warn!(batch, reason = reason.as_str(), "NACK: {detail}; committed cursor unchanged")
+        });
+        let last_error = format!("{}: {detail}", reason.as_str());
+        let event = Event::Nacked { key: self.key.clone(), batch, reason, detail };
         self.update(event, |s| {
             s.nacks += 1;
             s.consecutive_nacks += 1;
-            s.last_error = Some(format!("{}: {detail}", reason.as_str()));
+            s.last_error = Some(last_error);
         });
     }
 
     pub fn guest_error(&self, message: &str) {
-        tracing::warn!("guest error: {message}");
-        self.update(Event::GuestError { key: self.key.clone(), message: message.to_string() }, |s| {
+        let message = guest_text::clean(message, MAX_MESSAGE);
+        self.problem_line(|| tracing::warn!("guest error: {message}"));
+        self.update(Event::GuestError { key: self.key.clone(), message: message.clone() }, |s| {
             s.guest_errors += 1;
             s.consecutive_nacks += 1;
-            s.last_error = Some(message.to_string());
+            s.last_error = Some(message);
         });
     }
 
     pub fn trapped(&self, message: &str) {
-        tracing::error!("{message}; dropping the instance");
-        self.update(Event::Trapped { key: self.key.clone(), message: message.to_string() }, |s| {
+        let message = guest_text::clean(message, MAX_MESSAGE);
+        self.problem_line(|| tracing::error!("{message}; dropping the instance"));
+        self.update(Event::Trapped { key: self.key.clone(), message: message.clone() }, |s| {
             s.traps += 1;
-            s.last_error = Some(message.to_string());
+            s.last_error = Some(message);
         });
     }
 
     pub fn failed(&self, reason: &str, restart_in: std::time::Duration) {
-        tracing::error!("connector failed: {reason}; restarting from its committed cursor in {restart_in:?}");
-        self.update(Event::Failed { key: self.key.clone(), reason: reason.to_string() }, |s| {
+        let reason = guest_text::clean(reason, MAX_MESSAGE);
+        self.problem_line(|| {
+            tracing::error!("connector failed: {reason}; restarting from its committed cursor in {restart_in:?}")
+        });
+        self.update(Event::Failed { key: self.key.clone(), reason: reason.clone() }, |s| {
             s.phase = Phase::Failed;
-            s.last_error = Some(reason.to_string());
+            s.last_error = Some(reason);
         });
     }
 
     pub fn refused(&self, reason: &str) {
+        let reason = guest_text::clean(reason, MAX_MESSAGE);
         tracing::error!("connector will not run: {reason}");
-        self.update(Event::Refused { key: self.key.clone(), reason: reason.to_string() }, |s| {
+        self.update(Event::Refused { key: self.key.clone(), reason: reason.clone() }, |s| {
             s.phase = Phase::Refused;
-            s.last_error = Some(reason.to_string());
+            s.last_error = Some(reason);
         });
+    }
+
+    /// The connector's task died of a panic: a bug in ferry, not in the guest. It is
+    /// not restarted (the same bug would strike again); its status must not look alive.
+    pub fn crashed(&self, panic: &str) {
+        let reason = format!(
+            "the connector's task panicked, which is a bug in ferry (please report it): {}; it is not restarted",
+            guest_text::clean(panic, MAX_MESSAGE)
+        );
+        tracing::error!("{reason}");
+        self.update(Event::Failed { key: self.key.clone(), reason: reason.clone() }, |s| {
+            s.phase = Phase::Failed;
+            s.last_error = Some(reason);
+        });
+    }
+
+    /// Log a line about a problem, within the connector's budget for such lines; say
+    /// once a second how many were left out.
+    fn problem_line(&self, log: impl FnOnce()) {
+        let admission = self.problems.admit();
+        if admission.admitted {
+            log();
+        }
+        if let Some(left_out) = admission.refused_to_report {
+            tracing::warn!(
+                target: "ferry::limits",
+                left_out,
+                "more errors and NACKs than {PROBLEM_LINES_PER_SECOND} lines a second: {left_out} not logged \
+                 (ferry status counts every one)"
+            );
+        }
     }
 
     /// The guest had nothing to deliver. Published once per idle spell; logged at

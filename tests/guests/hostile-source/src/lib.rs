@@ -21,6 +21,10 @@
 //! | `batch_too_big`     | `n`, `bytes`     | returns `n` messages of `bytes` each              |
 //! | `state_too_big`     | `bytes`          | returns a batch whose cursor is `bytes` long      |
 //! | `flood`             | `lines`          | logs `lines` lines per poll, and keeps producing  |
+//! | `many_headers`      | `n`              | returns one message with `n` distinct headers     |
+//! | `repeated_key`      | `bytes`          | repeats a header key `bytes` long, with a newline |
+//! | `far_future`        |                  | returns a message with origin-timestamp u64::MAX  |
+//! | `error_text`        | `bytes`          | returns an error forging a log line, `bytes` long |
 //!
 //! Probe modes ignore `good_batches`: the first poll tries one thing the sandbox may
 //! or may not grant and produces exactly one record,
@@ -34,6 +38,7 @@
 mod connect;
 mod exhaust;
 mod http;
+mod malformed;
 mod oversize;
 mod probe;
 
@@ -88,6 +93,10 @@ enum Mode {
     BatchTooBig,
     StateTooBig,
     Flood,
+    ManyHeaders,
+    RepeatedKey,
+    FarFuture,
+    ErrorText,
     ReadFile,
     WriteFile,
     Env,
@@ -120,6 +129,7 @@ enum Attack {
     Panic,
     Oversize(oversize::Oversize),
     Flood { lines: u64 },
+    Malformed(malformed::Malformed),
     Probe(probe::Probe),
 }
 
@@ -166,6 +176,16 @@ impl Source for HostileSource {
                 Attack::Oversize(oversize::Oversize::State { bytes: required(config.bytes, "bytes", mode)? })
             }
             Some(mode @ Mode::Flood) => Attack::Flood { lines: required(config.lines, "lines", mode)? },
+            Some(mode @ Mode::ManyHeaders) => {
+                Attack::Malformed(malformed::Malformed::ManyHeaders { n: required(config.n, "n", mode)? })
+            }
+            Some(mode @ Mode::RepeatedKey) => {
+                Attack::Malformed(malformed::Malformed::RepeatedKey { bytes: required(config.bytes, "bytes", mode)? })
+            }
+            Some(Mode::FarFuture) => Attack::Malformed(malformed::Malformed::FarFuture),
+            Some(mode @ Mode::ErrorText) => {
+                Attack::Malformed(malformed::Malformed::ErrorText { bytes: required(config.bytes, "bytes", mode)? })
+            }
             Some(mode @ Mode::ReadFile) => {
                 Attack::Probe(probe::Probe::ReadFile { path: required(config.path, "path", mode)? })
             }
@@ -211,6 +231,7 @@ impl Source for HostileSource {
                 Attack::Oversize(oversize) => {
                     return Ok(Some(oversize.batch(cursor.next_seq, self.messages_per_batch)));
                 }
+                Attack::Malformed(malformed) => return malformed.poll(cursor.next_seq).map(Some),
                 Attack::Flood { lines } => {
                     for line in 0..*lines {
                         ferry_guest::info!("hostile source: flood line {line} of {lines}");
