@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
 use ferry::state::{Committed, CursorStore, StateError};
-use ferry::target::{Delivery, DeliveryError, Target};
+use ferry::target::{Delivery, DeliveryError, Receipt, Target};
 use tokio::sync::{Semaphore, mpsc};
 
 use crate::records::message_seqs;
@@ -37,7 +37,7 @@ impl FaultyTarget {
 
 #[async_trait]
 impl Target for FaultyTarget {
-    async fn deliver(&self, delivery: &Delivery) -> Result<(), DeliveryError> {
+    async fn deliver(&self, delivery: &Delivery) -> Result<Receipt, DeliveryError> {
         if self.failing.load(Ordering::SeqCst) {
             self.refused.lock().unwrap().push(message_seqs(&delivery.messages));
             return Err(DeliveryError::Failed("injected fault: the target refused the batch".into()));
@@ -68,11 +68,11 @@ impl CursorStore for FaultyCursor {
         self.inner.load().await
     }
 
-    async fn commit(&self, state: Vec<u8>) -> Result<Committed, StateError> {
+    async fn commit(&self, state: Vec<u8>, receipt: Receipt) -> Result<Committed, StateError> {
         if self.failing.load(Ordering::SeqCst) {
             return Err(StateError::Io("injected fault: the disk refused the write".into()));
         }
-        self.inner.commit(state).await
+        self.inner.commit(state, receipt).await
     }
 }
 
@@ -103,7 +103,7 @@ impl GatedTarget {
 
 #[async_trait]
 impl Target for GatedTarget {
-    async fn deliver(&self, delivery: &Delivery) -> Result<(), DeliveryError> {
+    async fn deliver(&self, delivery: &Delivery) -> Result<Receipt, DeliveryError> {
         let _ = self.arrivals.send(message_seqs(&delivery.messages));
         self.gate.acquire().await.expect("the gate is never closed").forget();
         self.inner.deliver(delivery).await

@@ -13,8 +13,8 @@ fn site_with_committed_state(key: &str) -> (Site, Committed) {
     let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
     let committed = runtime.block_on(async {
         let store = site.states().open(key).unwrap();
-        store.commit(br#"{"next_seq":40}"#.to_vec()).await.unwrap();
-        store.commit(br#"{"next_seq":50}"#.to_vec()).await.unwrap()
+        store.commit(br#"{"next_seq":40}"#.to_vec(), Default::default()).await.unwrap();
+        store.commit(br#"{"next_seq":50}"#.to_vec(), Default::default()).await.unwrap()
     });
     (site, committed)
 }
