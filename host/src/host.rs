@@ -31,8 +31,8 @@ pub enum SetupError {
     Component { key: String, source: LoadError },
     #[error("connector `{key}`: {source}")]
     State { key: String, source: StateError },
-    #[error("connector `{key}`: {source}")]
-    Log { key: String, source: crate::target::LogCheckError },
+    #[error("connector `{key}`: {problem}")]
+    Log { key: String, problem: crate::target::LogCheckError },
     #[error("cannot start the WebAssembly runtime: {0:#}")]
     Runtime(anyhow::Error),
     #[error("{0}")]
@@ -120,7 +120,7 @@ impl Host {
             let cursor =
                 states.open(&source.key).map_err(|e| SetupError::State { key: source.key.clone(), source: e })?;
             LocalLog::verify_cursor(config, &source.key, &cursor)
-                .map_err(|e| SetupError::Log { key: source.key.clone(), source: e })?;
+                .map_err(|e| SetupError::Log { key: source.key.clone(), problem: e })?;
             let plugin_config = source.plugin_config_json().map_err(|problem| ConfigError {
                 file: config.file.clone(),
                 problem: format!("sources (key `{}`): {problem}", source.key),

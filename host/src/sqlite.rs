@@ -131,7 +131,7 @@ impl Database {
     /// failed: corruption only if SQLite found the file damaged, otherwise the
     /// operating system's reason when SQLite recorded one.
     pub fn error(&self, doing: &str, error: rusqlite::Error) -> StoreError {
-        failure(&self.path, doing, &error, os_errno(&self.connection, &error))
+        failure(&self.path, doing, &error, os_cause(&self.connection, &self.path, &error))
     }
 
     /// For a writer: run `write` (one transaction), and report it done only if the path
@@ -193,9 +193,9 @@ pub fn open_existing(path: &Path, format: &Format, access: Access) -> Result<Dat
     }
     let connection =
         Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)
-            .map_err(|e| failure(path, &format!("cannot open the {}", format.what), &e, None))?;
+            .map_err(|e| failure(path, &format!("cannot open the {}", format.what), &e, why_cannot_open(path)))?;
     let mut database = Database { connection, path: path.to_path_buf(), what: format.what, version: 0, in_place: None };
-    let opening = format!("cannot open the {} (SQLite also needs its -wal and -shm files next to it)", format.what);
+    let opening = format!("cannot open the {}", format.what);
     let version: i64 =
         database.connection.query_row("PRAGMA user_version", [], |row| row.get(0)).map_err(|e| match e {
             e if e.sqlite_error_code() == Some(ErrorCode::NotADatabase) => {
@@ -318,12 +318,10 @@ fn create(path: &Path, format: &Format) -> Result<(), StoreError> {
     {
         let connection = Connection::open(&temporary).map_err(|e| failure(&temporary, &creating, &e, None))?;
         let setup = format!("PRAGMA journal_mode = WAL; {}; PRAGMA user_version = {};", format.schema, format.version);
-        connection.execute_batch(&setup).map_err(|e| failure(&temporary, &creating, &e, os_errno(&connection, &e)))?;
+        let cause = |connection: &Connection, e: &rusqlite::Error| os_cause(connection, &temporary, e);
+        connection.execute_batch(&setup).map_err(|e| failure(&temporary, &creating, &e, cause(&connection, &e)))?;
         // Closing checkpoints the WAL into the file and removes it.
-        connection.close().map_err(|(connection, e)| {
-            let errno = os_errno(&connection, &e);
-            failure(&temporary, &creating, &e, errno)
-        })?;
+        connection.close().map_err(|(connection, e)| failure(&temporary, &creating, &e, cause(&connection, &e)))?;
     }
     let synced = std::fs::File::open(&temporary).and_then(|f| f.sync_all());
     synced.map_err(|e| io(&temporary, format!("{creating}: {}", os_reason(&e))))?;
@@ -354,15 +352,15 @@ pub fn companion_files(path: &Path) -> [PathBuf; 2] {
 /// `error`, met while doing `doing` on the database at `path`, as a [`StoreError`]:
 /// corrupt only when SQLite found the file damaged or not a database (CORRUPT,
 /// NOTADB) or a stored value is not of the type ferry wrote; an I/O problem
-/// otherwise, explained by `errno` (what the failing system call said) when known.
-pub fn failure(path: &Path, doing: &str, error: &rusqlite::Error, errno: Option<i32>) -> StoreError {
+/// otherwise, explained by `cause` (what the operating system said) when known.
+pub fn failure(path: &Path, doing: &str, error: &rusqlite::Error, cause: Option<String>) -> StoreError {
     use rusqlite::Error as E;
     match error {
         E::SqliteFailure(failure, message) => {
             let said = message.clone().unwrap_or_else(|| failure.to_string());
             match failure.code {
                 ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase => corrupt(path, format!("{doing}: {said}")),
-                code => io(path, format!("{doing}: {}", explain(code, &said, errno))),
+                code => io(path, format!("{doing}: {}", explain(code, &said, cause))),
             }
         }
         E::InvalidColumnType(..) | E::FromSqlConversionFailure(..) | E::IntegralValueOutOfRange(..) => {
@@ -373,9 +371,9 @@ pub fn failure(path: &Path, doing: &str, error: &rusqlite::Error, errno: Option<
 }
 
 /// What SQLite's `said` means, with the OS's reason when there is one.
-fn explain(code: ErrorCode, said: &str, errno: Option<i32>) -> String {
-    if let Some(errno) = errno {
-        return format!("{} (SQLite: {said})", os_reason(&std::io::Error::from_raw_os_error(errno)));
+fn explain(code: ErrorCode, said: &str, cause: Option<String>) -> String {
+    if let Some(cause) = cause {
+        return format!("{cause} (SQLite: {said})");
     }
     let hint = match code {
         ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked => {
@@ -410,17 +408,59 @@ pub fn os_reason(error: &std::io::Error) -> String {
     format!("{error}: {hint}")
 }
 
-/// The errno SQLite recorded for `error`, if it is one SQLite records it for (it
-/// does for CANTOPEN and IOERR).
-fn os_errno(connection: &Connection, error: &rusqlite::Error) -> Option<i32> {
-    let code = error.sqlite_error_code()?;
-    if !matches!(code, ErrorCode::CannotOpen | ErrorCode::SystemIoFailure) {
-        return None;
+/// What the operating system said to the operation behind `error`, met on the
+/// database at `path`, when it is an I/O error (CANTOPEN, IOERR).
+fn os_cause(connection: &Connection, path: &Path, error: &rusqlite::Error) -> Option<String> {
+    match error.sqlite_error_code()? {
+        // SQLite records the errno of its last attempt, which is often a fallback
+        // that failed differently (opening a file read-only that it could not
+        // create: "No such file"): ask the OS the same questions instead.
+        ErrorCode::CannotOpen => why_cannot_open(path).or_else(|| recorded_errno(connection)),
+        ErrorCode::SystemIoFailure => recorded_errno(connection),
+        _ => None,
     }
+}
+
+/// The errno SQLite recorded on `connection`, as the OS's reason.
+fn recorded_errno(connection: &Connection) -> Option<String> {
     // SAFETY: the handle is valid for as long as `connection` lives, and
     // sqlite3_system_errno only reads the errno recorded on it.
     let errno = unsafe { rusqlite::ffi::sqlite3_system_errno(connection.handle()) };
-    (errno != 0).then_some(errno)
+    (errno != 0).then(|| os_reason(&std::io::Error::from_raw_os_error(errno)))
+}
+
+/// Why the database at `path`, or the write-ahead log and shared memory SQLite
+/// keeps (and creates) next to it, cannot be opened for reading and writing: the
+/// first of them the OS refuses, and its reason.
+fn why_cannot_open(path: &Path) -> Option<String> {
+    let refused = |what: String, e: std::io::Error| Some(format!("{what}: {}", os_reason(&e)));
+    if let Err(e) = OpenOptions::new().read(true).write(true).open(path) {
+        return refused(format!("opening {}", path.display()), e);
+    }
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    for companion in companion_files(path) {
+        let found = std::fs::symlink_metadata(&companion);
+        if matches!(&found, Err(e) if e.kind() == std::io::ErrorKind::NotFound) {
+            if let Err(e) = may_create_in(dir) {
+                return refused(format!("creating {}", companion.display()), e);
+            }
+        } else if let Err(e) = OpenOptions::new().read(true).write(true).open(&companion) {
+            return refused(format!("opening {}", companion.display()), e);
+        }
+    }
+    None
+}
+
+/// Whether this process may create files in `dir`, asked without creating one.
+fn may_create_in(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let name = std::ffi::CString::new(dir.as_os_str().as_bytes())?;
+    // SAFETY: a valid NUL-terminated path; access(2) does not keep the pointer. It
+    // answers for root too: an immutable directory is EPERM, a read-only mount EROFS.
+    match unsafe { libc::access(name.as_ptr(), libc::W_OK | libc::X_OK) } {
+        0 => Ok(()),
+        _ => Err(std::io::Error::last_os_error()),
+    }
 }
 
 /// Why SQLite opened a file read-only: what opening it for writing says.
@@ -569,19 +609,19 @@ mod tests {
 
         // With the errno SQLite recorded, the OS's reason and what usually causes it.
         let cant_open = sqlite(ffi::SQLITE_CANTOPEN, "unable to open database file");
-        let error = failure(path, "cannot open the state database", &cant_open, Some(libc::EACCES));
+        let os = |errno: i32| Some(os_reason(&std::io::Error::from_raw_os_error(errno)));
+        let error = failure(path, "cannot open the state database", &cant_open, os(libc::EACCES));
         assert_eq!(
             error.to_string(),
             "/state/a.sqlite: cannot open the state database: Permission denied (os error 13): is it, and its \
              directory, writable by the user running ferry? (SQLite: unable to open database file)"
         );
-        let error = failure(path, "cannot open", &cant_open, Some(libc::EPERM));
+        let error = failure(path, "cannot open", &cant_open, os(libc::EPERM));
         assert!(
             error.to_string().contains("Operation not permitted") && error.to_string().contains("lsattr"),
             "{error}"
         );
-        let error =
-            failure(path, "cannot write", &sqlite(ffi::SQLITE_IOERR_WRITE, "disk I/O error"), Some(libc::ENOSPC));
+        let error = failure(path, "cannot write", &sqlite(ffi::SQLITE_IOERR_WRITE, "disk I/O error"), os(libc::ENOSPC));
         assert!(error.to_string().contains("No space left on device (os error 28): the disk is full"), "{error}");
         let busy = failure(path, "cannot save", &sqlite(ffi::SQLITE_BUSY, "database is locked"), None);
         assert!(

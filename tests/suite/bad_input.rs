@@ -20,7 +20,7 @@ fn site_with_committed_state(key: &str) -> (Site, Committed) {
 }
 
 /// `ferry run` on this config fails (and does not hang instead); returns its log.
-fn run_fails(config: &std::path::Path) -> String {
+pub fn run_fails(config: &std::path::Path) -> String {
     let mut run = Ferry::start(config, &[]);
     let status = run.wait();
     let log = run.log();

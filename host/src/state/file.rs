@@ -239,45 +239,57 @@ fn write_row(
     Ok(committed)
 }
 
+/// The cursor row as stored, before its checksum is checked.
+struct StoredRow {
+    connector: String,
+    /// Without its receipt: that is checked as the text it is stored as.
+    committed: Committed,
+    delivered: String,
+    checksum: u32,
+}
+
 fn read_row(database: &Database, key: &str) -> Result<Option<Committed>, StoreError> {
     let path = database.path();
     let corrupt = |detail: String| StoreError::Corrupt { path: path.to_path_buf(), detail };
     // A version 1 file (read as it is, alongside an older ferry) has no receipts.
     let delivered = if database.version() >= 2 { "delivered" } else { "''" };
-    let rows: rusqlite::Result<Vec<(String, u64, u64, Vec<u8>, u32, String)>> = database
+    let rows: rusqlite::Result<Vec<StoredRow>> = database
         .connection()
         .prepare(&format!("SELECT connector, generation, committed_at, state, checksum, {delivered} FROM cursor"))
         .and_then(|mut statement| {
             statement
                 .query_map([], |row| {
-                    Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?, row.get(5)?))
+                    Ok(StoredRow {
+                        connector: row.get(0)?,
+                        committed: Committed {
+                            generation: row.get(1)?,
+                            committed_at_micros: row.get(2)?,
+                            state: row.get(3)?,
+                            receipt: Receipt::default(),
+                        },
+                        checksum: row.get(4)?,
+                        delivered: row.get(5)?,
+                    })
                 })?
                 .collect()
         });
-    let rows = rows.map_err(|e| database.error("cannot read the cursor", e))?;
-    match rows.as_slice() {
-        [] => Ok(None),
-        [(connector, generation, committed_at, state, stored, delivered)] => {
-            if connector != key {
-                return Err(corrupt(format!("it holds the cursor of connector `{connector}`, not `{key}`")));
-            }
-            let mut committed = Committed {
-                state: state.clone(),
-                generation: *generation,
-                committed_at_micros: *committed_at,
-                receipt: Receipt::default(),
-            };
-            let actual = checksum(key, &committed, delivered);
-            if actual != *stored {
-                return Err(corrupt(format!(
-                    "checksum mismatch (stored {stored:08x}, computed {actual:08x}): the cursor was damaged on disk"
-                )));
-            }
-            committed.receipt = parse_delivered(delivered).map_err(|e| corrupt(format!("unreadable receipt: {e}")))?;
-            Ok(Some(committed))
-        }
-        more => Err(corrupt(format!("{} cursors in one connector's file", more.len()))),
+    let mut rows = rows.map_err(|e| database.error("cannot read the cursor", e))?;
+    let row = match rows.len() {
+        0 => return Ok(None),
+        1 => rows.remove(0),
+        more => return Err(corrupt(format!("{more} cursors in one connector's file"))),
+    };
+    if row.connector != key {
+        return Err(corrupt(format!("it holds the cursor of connector `{}`, not `{key}`", row.connector)));
     }
+    let (stored, actual) = (row.checksum, checksum(key, &row.committed, &row.delivered));
+    if actual != stored {
+        return Err(corrupt(format!(
+            "checksum mismatch (stored {stored:08x}, computed {actual:08x}): the cursor was damaged on disk"
+        )));
+    }
+    let receipt = parse_delivered(&row.delivered).map_err(|e| corrupt(format!("unreadable receipt: {e}")))?;
+    Ok(Some(Committed { receipt, ..row.committed }))
 }
 
 /// The receipt as stored: empty when there is none, else its marks as JSON.

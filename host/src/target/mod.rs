@@ -66,7 +66,7 @@ pub struct LogMark {
 
 impl std::fmt::Display for LogMark {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{} up to offset {}", self.stream, self.topic, self.end)
+        write!(f, "{}/{} (offsets below {})", self.stream, self.topic, self.end)
     }
 }
 

@@ -22,16 +22,17 @@ use crate::target::LogMark;
 const RANGES_LISTED: usize = 5;
 
 /// Why a connector's committed cursor and the local log disagree, or could not be
-/// compared.
+/// compared. (The errors inside are part of the message, not sources: printed as a
+/// chain, they would be said twice.)
 #[derive(Debug, thiserror::Error)]
 pub enum LogCheckError {
     /// Records the committed cursor counts as delivered are not in the log.
     #[error("{0}")]
     Missing(String),
     #[error("cannot check the local log against the committed cursor: {0}")]
-    Unreadable(#[from] StoreError),
+    Unreadable(StoreError),
     #[error("cannot check the local log against the committed cursor: {0}")]
-    State(#[from] StateError),
+    State(StateError),
 }
 
 impl LocalLog {
@@ -42,7 +43,7 @@ impl LocalLog {
         if config.iggy.is_some() {
             return Ok(());
         }
-        match cursor.committed()? {
+        match cursor.committed().map_err(LogCheckError::State)? {
             Some(committed) => verify_receipt(&config.local_log.path, &config.file, key, &committed),
             None => Ok(()),
         }
@@ -54,7 +55,7 @@ impl LocalLog {
 pub fn verify_receipt(dir: &Path, config_file: &Path, key: &str, committed: &Committed) -> Result<(), LogCheckError> {
     let mut problems = Vec::new();
     for mark in &committed.receipt.marks {
-        if let Some(shortfall) = shortfall(dir, mark)? {
+        if let Some(shortfall) = shortfall(dir, mark).map_err(LogCheckError::Unreadable)? {
             problems.push(format!(
                 "the local log {}/{} {}, but its committed cursor (generation {}) says offsets up to {} were \
                  delivered: {} (the log was damaged, truncated or deleted)",
