@@ -38,6 +38,8 @@ pub enum SetupError {
     Component { key: String, problem: LoadError },
     #[error("connector `{key}`: {problem}")]
     State { key: String, problem: StateError },
+    #[error("connector `{key}`: {problem}")]
+    Log { key: String, problem: crate::target::LogCheckError },
     #[error("cannot start the WebAssembly runtime: {0}")]
     Runtime(String),
     #[error("{0}")]
@@ -128,6 +130,8 @@ impl Host {
             let states = state_dirs.entry(state_dir.clone()).or_insert_with(|| StateDir::new(&state_dir));
             let cursor =
                 states.open(&source.key).map_err(|problem| SetupError::State { key: source.key.clone(), problem })?;
+            LocalLog::verify_cursor(config, &source.key, &cursor)
+                .map_err(|problem| SetupError::Log { key: source.key.clone(), problem })?;
             let plugin_config = source.plugin_config_json().map_err(|problem| ConfigError {
                 file: config.file.clone(),
                 problem: format!("sources (key `{}`): {problem}", source.key),

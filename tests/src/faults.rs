@@ -1,13 +1,15 @@
-//! Targets and state stores that fail on command, and a target that holds a batch
-//! until told to let it go.
+//! Targets and state stores that fail on command, a target that holds a batch until
+//! told to let it go, and files made immutable (a fault that stops root too).
 
+use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
 use ferry::state::{Committed, CursorStore, StateError};
-use ferry::target::{Delivery, DeliveryError, Target};
+use ferry::target::{Delivery, DeliveryError, Receipt, Target};
 use tokio::sync::{Semaphore, mpsc};
 
 use crate::records::message_seqs;
@@ -37,7 +39,7 @@ impl FaultyTarget {
 
 #[async_trait]
 impl Target for FaultyTarget {
-    async fn deliver(&self, delivery: &Delivery) -> Result<(), DeliveryError> {
+    async fn deliver(&self, delivery: &Delivery) -> Result<Receipt, DeliveryError> {
         if self.failing.load(Ordering::SeqCst) {
             self.refused.lock().unwrap().push(message_seqs(&delivery.messages));
             return Err(DeliveryError::Failed("injected fault: the target refused the batch".into()));
@@ -68,11 +70,11 @@ impl CursorStore for FaultyCursor {
         self.inner.load().await
     }
 
-    async fn commit(&self, state: Vec<u8>) -> Result<Committed, StateError> {
+    async fn commit(&self, state: Vec<u8>, receipt: Receipt) -> Result<Committed, StateError> {
         if self.failing.load(Ordering::SeqCst) {
             return Err(StateError::Io("injected fault: the disk refused the write".into()));
         }
-        self.inner.commit(state).await
+        self.inner.commit(state, receipt).await
     }
 }
 
@@ -103,9 +105,43 @@ impl GatedTarget {
 
 #[async_trait]
 impl Target for GatedTarget {
-    async fn deliver(&self, delivery: &Delivery) -> Result<(), DeliveryError> {
+    async fn deliver(&self, delivery: &Delivery) -> Result<Receipt, DeliveryError> {
         let _ = self.arrivals.send(message_seqs(&delivery.messages));
         self.gate.acquire().await.expect("the gate is never closed").forget();
         self.inner.deliver(delivery).await
+    }
+}
+
+/// A file or directory made immutable (`chattr +i`) for as long as the value lives.
+/// Permission bits do not stop root, and the tests run as root; the immutable
+/// attribute does: nothing can be created in such a directory, nor written to such a
+/// file.
+pub struct Immutable {
+    path: PathBuf,
+}
+
+impl Immutable {
+    /// Make `path` immutable; `None`, after saying why on stderr, where that cannot be
+    /// done (a file system without the attribute, a user who may not set it): the
+    /// test calling it is then skipped.
+    pub fn set(path: &Path, test: &str) -> Option<Immutable> {
+        let skip = |why: String| {
+            eprintln!("\n*** SKIPPED {test}: it needs `chattr +i` ({why})\n");
+            None
+        };
+        match Command::new("chattr").arg("+i").arg(path).output() {
+            Ok(output) if output.status.success() => Some(Immutable { path: path.to_path_buf() }),
+            Ok(output) => skip(String::from_utf8_lossy(&output.stderr).trim().to_string()),
+            Err(e) => skip(format!("cannot run chattr: {e}")),
+        }
+    }
+}
+
+impl Drop for Immutable {
+    fn drop(&mut self) {
+        let cleared = Command::new("chattr").arg("-i").arg(&self.path).status();
+        if !cleared.is_ok_and(|s| s.success()) {
+            eprintln!("cannot clear the immutable attribute of {}: run `chattr -i` on it", self.path.display());
+        }
     }
 }

@@ -131,10 +131,14 @@ impl CursorStore for MemoryCursor {
         Ok(self.committed.lock().unwrap().clone())
     }
 
-    async fn commit(&self, state: Vec<u8>) -> Result<ferry::state::Committed, ferry::state::StateError> {
+    async fn commit(
+        &self,
+        state: Vec<u8>,
+        receipt: ferry::target::Receipt,
+    ) -> Result<ferry::state::Committed, ferry::state::StateError> {
         let mut committed = self.committed.lock().unwrap();
         let generation = committed.as_ref().map_or(0, |c| c.generation) + 1;
-        let next = ferry::state::Committed { state, generation, committed_at_micros: 0 };
+        let next = ferry::state::Committed { state, generation, committed_at_micros: 0, receipt };
         *committed = Some(next.clone());
         Ok(next)
     }

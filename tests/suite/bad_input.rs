@@ -13,14 +13,14 @@ fn site_with_committed_state(key: &str) -> (Site, Committed) {
     let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
     let committed = runtime.block_on(async {
         let store = site.states().open(key).unwrap();
-        store.commit(br#"{"next_seq":40}"#.to_vec()).await.unwrap();
-        store.commit(br#"{"next_seq":50}"#.to_vec()).await.unwrap()
+        store.commit(br#"{"next_seq":40}"#.to_vec(), Default::default()).await.unwrap();
+        store.commit(br#"{"next_seq":50}"#.to_vec(), Default::default()).await.unwrap()
     });
     (site, committed)
 }
 
 /// `ferry run` on this config fails (and does not hang instead); returns its log.
-fn run_fails(config: &std::path::Path) -> String {
+pub fn run_fails(config: &std::path::Path) -> String {
     let mut run = Ferry::start(config, &[]);
     let status = run.wait();
     let log = run.log();

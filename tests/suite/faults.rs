@@ -14,11 +14,11 @@ use ferry_tests::logs::capture;
 use ferry_tests::records::{assert_complete, next_seq, seqs};
 use serde_json::json;
 
-fn is_nack(key: &'static str, reason: NackReason) -> impl FnMut(&Event) -> bool {
+pub fn is_nack(key: &'static str, reason: NackReason) -> impl FnMut(&Event) -> bool {
     move |e| matches!(e, Event::Nacked { key: k, reason: r, .. } if &**k == key && *r == reason)
 }
 
-async fn wait_generation(running: &mut Running, key: &'static str, at_least: u64) {
+pub async fn wait_generation(running: &mut Running, key: &'static str, at_least: u64) {
     running
         .wait_for(
             "ACKs",
@@ -150,7 +150,10 @@ struct PanickingTarget;
 
 #[async_trait::async_trait]
 impl ferry::target::Target for PanickingTarget {
-    async fn deliver(&self, _: &ferry::target::Delivery) -> Result<(), ferry::target::DeliveryError> {
+    async fn deliver(
+        &self,
+        _: &ferry::target::Delivery,
+    ) -> Result<ferry::target::Receipt, ferry::target::DeliveryError> {
         panic!("a bug in a target")
     }
 }

@@ -18,4 +18,5 @@ mod process;
 mod sandbox;
 mod secrets;
 mod shutdown;
+mod stores;
 mod tenants;

@@ -333,7 +333,7 @@ fn bad_tenant_configs_are_refused_before_anything_runs_and_touch_no_state() {
         let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
         runtime.block_on(async {
             let store = site.states().open("plain").unwrap();
-            store.commit(br#"{"next_seq":10}"#.to_vec()).await.unwrap();
+            store.commit(br#"{"next_seq":10}"#.to_vec(), Default::default()).await.unwrap();
         });
         let before = snapshot(&site.path("state"));
         let config = site.config("ferry.toml", &text);
@@ -499,7 +499,7 @@ fn a_connector_moved_into_a_tenant_is_refused_rather_than_started_from_scratch()
     let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
     let committed = runtime.block_on(async {
         let store = site.states().open("feed").unwrap();
-        store.commit(br#"{"next_seq":30}"#.to_vec()).await.unwrap()
+        store.commit(br#"{"next_seq":30}"#.to_vec(), Default::default()).await.unwrap()
     });
     let text = [HEAD.into(), tenant("acme", ""), source("feed", r#"tenant = "acme""#, "max_count = 50")].concat();
     let config = site.config("ferry.toml", &text);

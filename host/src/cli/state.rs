@@ -34,6 +34,9 @@ pub fn show(path: &Path, only: Option<&str>, as_json: bool) -> Result<ExitCode> 
                     "generation": c.generation,
                     "committed_at": format_micros(c.committed_at_micros),
                     "state": String::from_utf8_lossy(&c.state),
+                    "delivered": c.receipt.marks.iter().map(|m| json!({
+                        "stream": m.stream, "topic": m.topic, "end": m.end,
+                    })).collect::<Vec<_>>(),
                 }),
                 Err(e) => json!({ "key": key, "error": e.to_string() }),
             };
@@ -62,11 +65,16 @@ fn describe(committed: &Committed) -> String {
         Ok(text) => text.to_string(),
         Err(_) => format!("0x{}", committed.state.iter().map(|b| format!("{b:02x}")).collect::<String>()),
     };
-    format!(
+    let mut line = format!(
         "generation {}, committed {}, cursor {cursor}",
         committed.generation,
         format_micros(committed.committed_at_micros)
-    )
+    );
+    // What the cursor says was delivered: the start-up check holds the log to it.
+    for mark in &committed.receipt.marks {
+        line.push_str(&format!(", delivered to {mark}"));
+    }
+    line
 }
 
 pub fn reset(path: &Path, key: &str, yes: bool) -> Result<ExitCode> {

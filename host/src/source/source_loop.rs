@@ -139,15 +139,15 @@ impl SourceLoop<'_> {
             messages: Arc::new(messages),
         };
         let timeout = self.connector.settings.delivery_timeout;
-        match tokio::time::timeout(timeout, self.connector.target.deliver(&delivery)).await {
-            Ok(Ok(())) => {}
+        let receipt = match tokio::time::timeout(timeout, self.connector.target.deliver(&delivery)).await {
+            Ok(Ok(receipt)) => receipt,
             Ok(Err(DeliveryError::Failed(detail))) => return nack(NackReason::DeliveryFailed, detail),
             Ok(Err(DeliveryError::Rejected(detail))) => return nack(NackReason::Rejected, detail),
             Err(_) => return nack(NackReason::TimedOut, format!("delivery took longer than {timeout:?}")),
-        }
+        };
         let generation = match staged_state {
             None => None,
-            Some(state) => match self.connector.cursor.commit(state.clone()).await {
+            Some(state) => match self.connector.cursor.commit(state.clone(), receipt).await {
                 Ok(committed) => {
                     self.committed = Some(state);
                     Some(committed.generation)

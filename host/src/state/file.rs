@@ -1,8 +1,11 @@
 //! The state directory: `<key>.sqlite` holds a connector's committed cursor and
 //! `<key>.lock` is held (an advisory lock) by the process running that connector.
 //!
-//! The row carries a CRC32 of its content, so a cursor damaged on disk is reported
-//! as corrupt instead of being handed to the guest.
+//! The row carries a CRC32 of its content (cursor and receipt), so a cursor damaged
+//! on disk is reported as corrupt instead of being handed to the guest.
+//!
+//! Format version 2 added the receipt (`delivered`); a version 1 file is migrated when
+//! a `ferry run` opens it, and read as it is by `ferry state show`.
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, Write};
@@ -14,16 +17,23 @@ use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{Committed, CursorStore, StateError};
-use crate::sqlite;
+use crate::sqlite::{self, Access, Database, Format, Migration, StoreError};
+use crate::target::{LogMark, Receipt};
 
-const FORMAT_VERSION: i64 = 1;
-const SCHEMA: &str = "CREATE TABLE cursor (
-    connector TEXT PRIMARY KEY,
-    generation INTEGER NOT NULL,
-    committed_at INTEGER NOT NULL,
-    state BLOB NOT NULL,
-    checksum INTEGER NOT NULL
-)";
+const FORMAT: Format = Format {
+    what: "state database",
+    schema: "CREATE TABLE cursor (
+        connector TEXT PRIMARY KEY,
+        generation INTEGER NOT NULL,
+        committed_at INTEGER NOT NULL,
+        state BLOB NOT NULL,
+        checksum INTEGER NOT NULL,
+        delivered TEXT NOT NULL DEFAULT ''
+    )",
+    version: 2,
+    // A cursor of version 1 has no receipt; its checksum stays valid (see `checksum`).
+    migrations: &[Migration { from: 1, sql: "ALTER TABLE cursor ADD COLUMN delivered TEXT NOT NULL DEFAULT ''" }],
+};
 
 /// The directory holding every connector's state.
 #[derive(Debug, Clone)]
@@ -50,19 +60,20 @@ impl StateDir {
     }
 
     /// Take connector `key`'s state for this process: lock it, open (or create) its
-    /// file and check it. Fails if another process holds it or the file is corrupt.
+    /// file, migrate it to the current format and check it. Fails if another process
+    /// holds it, or the file is corrupt or cannot be used.
     pub fn open(&self, key: &str) -> Result<ConnectorStateFile, StateError> {
         let lock = self.lock(key)?;
         let path = self.file_of(key);
-        let connection = sqlite::open_or_create(&path, SCHEMA, FORMAT_VERSION)?;
+        let database = sqlite::open_or_create(&path, &FORMAT)?;
         let file = ConnectorStateFile {
             key: key.to_string(),
             path,
-            inner: Arc::new(Mutex::new(connection)),
+            inner: Arc::new(Mutex::new(database)),
             _lock: Arc::new(lock),
         };
         // Read once now, so corruption stops the connector before it starts.
-        file.read_blocking()?;
+        file.committed()?;
         Ok(file)
     }
 
@@ -70,11 +81,12 @@ impl StateDir {
     /// `ferry` process runs it.
     pub fn read(&self, key: &str) -> Result<Option<Committed>, StateError> {
         let path = self.file_of(key);
-        if !path.exists() {
-            return Ok(None);
+        match std::fs::symlink_metadata(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            _ => {}
         }
-        let connection = sqlite::open_existing(&path, FORMAT_VERSION)?;
-        read_row(&connection, key, &path)
+        let database = sqlite::open_existing(&path, &FORMAT, Access::Read)?;
+        Ok(read_row(&database, key)?)
     }
 
     /// Keys that have a state file here.
@@ -82,7 +94,7 @@ impl StateDir {
         let entries = match std::fs::read_dir(&self.path) {
             Ok(entries) => entries,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(StateError::Io(format!("{}: {e}", self.path.display()))),
+            Err(e) => return Err(StateError::Io(format!("{}: {}", self.path.display(), sqlite::os_reason(&e)))),
         };
         let mut keys: Vec<String> = entries
             .filter_map(|e| e.ok())
@@ -102,12 +114,13 @@ impl StateDir {
         let mut moved = Vec::new();
         let [wal, shm] = sqlite::companion_files(&path);
         for file in [path, wal, shm] {
-            if file.exists() {
+            if std::fs::symlink_metadata(&file).is_ok() {
                 let mut aside = file.clone().into_os_string();
                 aside.push(&suffix);
                 let aside = PathBuf::from(aside);
-                std::fs::rename(&file, &aside)
-                    .map_err(|e| StateError::Io(format!("{}: cannot move it aside: {e}", file.display())))?;
+                std::fs::rename(&file, &aside).map_err(|e| {
+                    StateError::Io(format!("{}: cannot move it aside: {}", file.display(), sqlite::os_reason(&e)))
+                })?;
                 moved.push(aside);
             }
         }
@@ -118,10 +131,15 @@ impl StateDir {
     }
 
     fn lock(&self, key: &str) -> Result<File, StateError> {
-        std::fs::create_dir_all(&self.path)
-            .map_err(|e| StateError::Io(format!("{}: cannot create the state directory: {e}", self.path.display())))?;
+        std::fs::create_dir_all(&self.path).map_err(|e| {
+            StateError::Io(format!(
+                "{}: cannot create the state directory: {}",
+                self.path.display(),
+                sqlite::os_reason(&e)
+            ))
+        })?;
         let path = self.lock_of(key);
-        let io = |e: std::io::Error| StateError::Io(format!("{}: {e}", path.display()));
+        let io = |e: std::io::Error| StateError::Io(format!("{}: {}", path.display(), sqlite::os_reason(&e)));
         let mut file =
             OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(io)?;
         match file.try_lock() {
@@ -150,7 +168,7 @@ impl StateDir {
 pub struct ConnectorStateFile {
     key: String,
     path: PathBuf,
-    inner: Arc<Mutex<Connection>>,
+    inner: Arc<Mutex<Database>>,
     _lock: Arc<File>,
 }
 
@@ -159,34 +177,17 @@ impl ConnectorStateFile {
         &self.path
     }
 
-    fn read_blocking(&self) -> Result<Option<Committed>, StateError> {
-        let connection = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        read_row(&connection, &self.key, &self.path)
+    /// The committed cursor, read now (blocking).
+    pub fn committed(&self) -> Result<Option<Committed>, StateError> {
+        let database = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        Ok(read_row(&database, &self.key)?)
     }
 
-    fn commit_blocking(&self, state: Vec<u8>) -> Result<Committed, StateError> {
-        let mut connection = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        let io = |e: rusqlite::Error| StateError::Io(format!("{}: cannot save the cursor: {e}", self.path.display()));
-        let transaction = connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(io)?;
-        let previous: Option<u64> = transaction
-            .query_row("SELECT generation FROM cursor WHERE connector = ?1", [&self.key], |row| row.get(0))
-            .optional()
-            .map_err(io)?;
-        let committed = Committed { state, generation: previous.unwrap_or(0) + 1, committed_at_micros: now_micros() };
-        transaction
-            .execute(
-                "INSERT OR REPLACE INTO cursor (connector, generation, committed_at, state, checksum)
-                 VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![
-                    self.key,
-                    committed.generation,
-                    committed.committed_at_micros,
-                    committed.state,
-                    checksum(&self.key, &committed)
-                ],
-            )
-            .map_err(io)?;
-        transaction.commit().map_err(io)?;
+    fn commit_blocking(&self, state: Vec<u8>, receipt: Receipt) -> Result<Committed, StateError> {
+        let mut database = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let delivered = delivered_text(&receipt);
+        let committed =
+            database.write("cannot save the cursor", |c| write_row(c, &self.key, state, receipt, &delivered))?;
         Ok(committed)
     }
 }
@@ -195,52 +196,131 @@ impl ConnectorStateFile {
 impl CursorStore for ConnectorStateFile {
     async fn load(&self) -> Result<Option<Committed>, StateError> {
         let this = self.clone();
-        tokio::task::spawn_blocking(move || this.read_blocking())
+        tokio::task::spawn_blocking(move || this.committed())
             .await
             .map_err(|e| StateError::Io(format!("state read task failed: {e}")))?
     }
 
-    async fn commit(&self, state: Vec<u8>) -> Result<Committed, StateError> {
+    async fn commit(&self, state: Vec<u8>, receipt: Receipt) -> Result<Committed, StateError> {
         let this = self.clone();
-        tokio::task::spawn_blocking(move || this.commit_blocking(state))
+        tokio::task::spawn_blocking(move || this.commit_blocking(state, receipt))
             .await
             .map_err(|e| StateError::Io(format!("state commit task failed: {e}")))?
     }
 }
 
-fn read_row(connection: &Connection, key: &str, path: &Path) -> Result<Option<Committed>, StateError> {
-    let corrupt = |detail: String| StateError::Corrupt { path: path.display().to_string(), detail };
-    let mut statement = connection
-        .prepare("SELECT connector, generation, committed_at, state, checksum FROM cursor")
-        .map_err(|e| corrupt(format!("cannot read the cursor table ({e})")))?;
-    let rows: Vec<(String, u64, u64, Vec<u8>, u32)> = statement
-        .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?)))
-        .and_then(|rows| rows.collect())
-        .map_err(|e| corrupt(format!("cannot read the cursor ({e})")))?;
-    match rows.as_slice() {
-        [] => Ok(None),
-        [(connector, generation, committed_at, state, stored)] => {
-            if connector != key {
-                return Err(corrupt(format!("it holds the cursor of connector `{connector}`, not `{key}`")));
-            }
-            let committed =
-                Committed { state: state.clone(), generation: *generation, committed_at_micros: *committed_at };
-            let actual = checksum(key, &committed);
-            if actual != *stored {
-                return Err(corrupt(format!(
-                    "checksum mismatch (stored {stored:08x}, computed {actual:08x}): the cursor was damaged on disk"
-                )));
-            }
-            Ok(Some(committed))
-        }
-        more => Err(corrupt(format!("{} cursors in one connector's file", more.len()))),
-    }
+/// Replace the cursor row with the next generation, in one transaction.
+fn write_row(
+    connection: &mut Connection,
+    key: &str,
+    state: Vec<u8>,
+    receipt: Receipt,
+    delivered: &str,
+) -> rusqlite::Result<Committed> {
+    let transaction = connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let previous: Option<u64> = transaction
+        .query_row("SELECT generation FROM cursor WHERE connector = ?1", [key], |row| row.get(0))
+        .optional()?;
+    let committed =
+        Committed { state, generation: previous.unwrap_or(0) + 1, committed_at_micros: now_micros(), receipt };
+    transaction.execute(
+        "INSERT OR REPLACE INTO cursor (connector, generation, committed_at, state, delivered, checksum)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![
+            key,
+            committed.generation,
+            committed.committed_at_micros,
+            committed.state,
+            delivered,
+            checksum(key, &committed, delivered)
+        ],
+    )?;
+    transaction.commit()?;
+    Ok(committed)
 }
 
-fn checksum(key: &str, committed: &Committed) -> u32 {
+/// The cursor row as stored, before its checksum is checked.
+struct StoredRow {
+    connector: String,
+    /// Without its receipt: that is checked as the text it is stored as.
+    committed: Committed,
+    delivered: String,
+    checksum: u32,
+}
+
+fn read_row(database: &Database, key: &str) -> Result<Option<Committed>, StoreError> {
+    let path = database.path();
+    let corrupt = |detail: String| StoreError::Corrupt { path: path.to_path_buf(), detail };
+    // A version 1 file (read as it is, alongside an older ferry) has no receipts.
+    let delivered = if database.version() >= 2 { "delivered" } else { "''" };
+    let rows: rusqlite::Result<Vec<StoredRow>> = database
+        .connection()
+        .prepare(&format!("SELECT connector, generation, committed_at, state, checksum, {delivered} FROM cursor"))
+        .and_then(|mut statement| {
+            statement
+                .query_map([], |row| {
+                    Ok(StoredRow {
+                        connector: row.get(0)?,
+                        committed: Committed {
+                            generation: row.get(1)?,
+                            committed_at_micros: row.get(2)?,
+                            state: row.get(3)?,
+                            receipt: Receipt::default(),
+                        },
+                        checksum: row.get(4)?,
+                        delivered: row.get(5)?,
+                    })
+                })?
+                .collect()
+        });
+    let mut rows = rows.map_err(|e| database.error("cannot read the cursor", e))?;
+    let row = match rows.len() {
+        0 => return Ok(None),
+        1 => rows.remove(0),
+        more => return Err(corrupt(format!("{more} cursors in one connector's file"))),
+    };
+    if row.connector != key {
+        return Err(corrupt(format!("it holds the cursor of connector `{}`, not `{key}`", row.connector)));
+    }
+    let (stored, actual) = (row.checksum, checksum(key, &row.committed, &row.delivered));
+    if actual != stored {
+        return Err(corrupt(format!(
+            "checksum mismatch (stored {stored:08x}, computed {actual:08x}): the cursor was damaged on disk"
+        )));
+    }
+    let receipt = parse_delivered(&row.delivered).map_err(|e| corrupt(format!("unreadable receipt: {e}")))?;
+    Ok(Some(Committed { receipt, ..row.committed }))
+}
+
+/// The receipt as stored: empty when there is none, else its marks as JSON.
+fn delivered_text(receipt: &Receipt) -> String {
+    if receipt.marks.is_empty() {
+        return String::new();
+    }
+    serde_json::to_string(&receipt.marks).expect("marks serialize")
+}
+
+fn parse_delivered(text: &str) -> serde_json::Result<Receipt> {
+    if text.is_empty() {
+        return Ok(Receipt::default());
+    }
+    Ok(Receipt { marks: serde_json::from_str::<Vec<LogMark>>(text)? })
+}
+
+/// CRC32 over the row. A cursor without a receipt hashes exactly as in format
+/// version 1, so a migrated row stays valid; a receipt is hashed behind a byte no
+/// key contains (and with its length), so a row with one never hashes like a row
+/// without.
+fn checksum(key: &str, committed: &Committed, delivered: &str) -> u32 {
     let mut hasher = crc32fast::Hasher::new();
     hasher.update(key.as_bytes());
-    hasher.update(&[0]);
+    if delivered.is_empty() {
+        hasher.update(&[0]);
+    } else {
+        hasher.update(&[1]);
+        hasher.update(&(delivered.len() as u64).to_le_bytes());
+        hasher.update(delivered.as_bytes());
+    }
     hasher.update(&committed.generation.to_le_bytes());
     hasher.update(&committed.committed_at_micros.to_le_bytes());
     hasher.update(&committed.state);
@@ -255,6 +335,10 @@ fn now_micros() -> u64 {
 mod tests {
     use super::*;
 
+    fn receipt(end: u64) -> Receipt {
+        Receipt { marks: vec![LogMark { stream: "demo".into(), topic: "random".into(), end }] }
+    }
+
     #[tokio::test]
     async fn commits_survive_reopening_and_count_generations() {
         let dir = tempfile::tempdir().unwrap();
@@ -262,12 +346,13 @@ mod tests {
         {
             let store = states.open("alpha").unwrap();
             assert_eq!(store.load().await.unwrap(), None);
-            assert_eq!(store.commit(b"one".to_vec()).await.unwrap().generation, 1);
-            assert_eq!(store.commit(b"two".to_vec()).await.unwrap().generation, 2);
+            assert_eq!(store.commit(b"one".to_vec(), receipt(10)).await.unwrap().generation, 1);
+            assert_eq!(store.commit(b"two".to_vec(), receipt(20)).await.unwrap().generation, 2);
         }
         let store = states.open("alpha").unwrap();
         let committed = store.load().await.unwrap().unwrap();
         assert_eq!((committed.state.as_slice(), committed.generation), (&b"two"[..], 2));
+        assert_eq!(committed.receipt, receipt(20), "the receipt is kept with its cursor");
         assert_eq!(states.read("alpha").unwrap(), Some(committed));
         assert_eq!(states.keys().unwrap(), ["alpha"]);
     }
@@ -290,20 +375,30 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_damaged_cursor_is_reported_not_used() {
+    async fn a_damaged_cursor_or_receipt_is_reported_not_used() {
         let dir = tempfile::tempdir().unwrap();
         let states = StateDir::new(dir.path());
         {
             let store = states.open("gamma").unwrap();
-            store.commit(br#"{"next_seq":40}"#.to_vec()).await.unwrap();
+            store.commit(br#"{"next_seq":40}"#.to_vec(), receipt(2860)).await.unwrap();
         }
-        // Damage the stored cursor behind the checksum's back.
-        let connection = Connection::open(states.file_of("gamma")).unwrap();
-        connection.execute("UPDATE cursor SET state = ?1", [&br#"{"next_seq":99}"#[..]]).unwrap();
-        drop(connection);
-        let error = states.open("gamma").err().unwrap();
-        assert!(matches!(&error, StateError::Corrupt { detail, .. } if detail.contains("checksum")), "{error}");
-        assert!(matches!(states.read("gamma"), Err(StateError::Corrupt { .. })));
+        let committed = states.read("gamma").unwrap();
+        // Damage the stored row behind the checksum's back, one column at a time.
+        for (column, value) in [
+            ("state", rusqlite::types::Value::Blob(br#"{"next_seq":99}"#.to_vec())),
+            ("delivered", rusqlite::types::Value::Text(r#"[{"stream":"demo","topic":"random","end":1040}]"#.into())),
+            ("delivered", rusqlite::types::Value::Text(String::new())),
+        ] {
+            let connection = Connection::open(states.file_of("gamma")).unwrap();
+            let original: rusqlite::types::Value =
+                connection.query_row(&format!("SELECT {column} FROM cursor"), [], |r| r.get(0)).unwrap();
+            connection.execute(&format!("UPDATE cursor SET {column} = ?1"), [&value]).unwrap();
+            let error = states.open("gamma").err().unwrap();
+            assert!(matches!(&error, StateError::Corrupt { detail, .. } if detail.contains("checksum")), "{error}");
+            assert!(matches!(states.read("gamma"), Err(StateError::Corrupt { .. })));
+            connection.execute(&format!("UPDATE cursor SET {column} = ?1"), [&original]).unwrap();
+        }
+        assert_eq!(states.read("gamma").unwrap(), committed, "undamaged, it reads as committed");
     }
 
     #[test]
@@ -311,9 +406,88 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let states = StateDir::new(dir.path());
         let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-        rt.block_on(async { states.open("one").unwrap().commit(b"x".to_vec()).await.unwrap() });
+        rt.block_on(async { states.open("one").unwrap().commit(b"x".to_vec(), Receipt::default()).await.unwrap() });
         std::fs::copy(states.file_of("one"), states.file_of("two")).unwrap();
         let error = states.open("two").err().unwrap();
         assert!(error.to_string().contains("connector `one`"), "{error}");
+    }
+
+    /// A state file as ferry wrote it before receipts (format version 1).
+    fn write_version_1(path: &Path, state: &[u8], checksum: u32) {
+        let connection = Connection::open(path).unwrap();
+        connection
+            .execute_batch(
+                "PRAGMA journal_mode = WAL;
+                 CREATE TABLE cursor (
+                     connector TEXT PRIMARY KEY,
+                     generation INTEGER NOT NULL,
+                     committed_at INTEGER NOT NULL,
+                     state BLOB NOT NULL,
+                     checksum INTEGER NOT NULL
+                 );
+                 PRAGMA user_version = 1;",
+            )
+            .unwrap();
+        connection
+            .execute("INSERT INTO cursor VALUES ('legacy', 7, 1700000000000000, ?1, ?2)", params![state, checksum])
+            .unwrap();
+    }
+
+    fn user_version(path: &Path) -> i64 {
+        Connection::open(path).unwrap().query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_version_1_file_is_read_as_it_is_migrated_when_run_and_keeps_its_cursor() {
+        let dir = tempfile::tempdir().unwrap();
+        let states = StateDir::new(dir.path());
+        // The CRC32 ferry 0.1 (format 1) stored for this row.
+        write_version_1(&states.file_of("legacy"), br#"{"next_seq":70}"#, 0x5abc_2d20);
+        let expected = Committed {
+            state: br#"{"next_seq":70}"#.to_vec(),
+            generation: 7,
+            committed_at_micros: 1_700_000_000_000_000,
+            receipt: Receipt::default(),
+        };
+
+        assert_eq!(states.read("legacy").unwrap(), Some(expected.clone()));
+        assert_eq!(user_version(&states.file_of("legacy")), 1, "reading does not migrate");
+
+        let store = states.open("legacy").unwrap();
+        assert_eq!(user_version(&states.file_of("legacy")), 2, "running migrates");
+        assert_eq!(store.load().await.unwrap(), Some(expected));
+        let next = store.commit(br#"{"next_seq":80}"#.to_vec(), receipt(80)).await.unwrap();
+        assert_eq!((next.generation, &next.receipt), (8, &receipt(80)));
+        drop(store);
+        assert_eq!(states.read("legacy").unwrap(), Some(next));
+    }
+
+    #[test]
+    fn a_damaged_version_1_row_is_still_corrupt_after_migration() {
+        let dir = tempfile::tempdir().unwrap();
+        let states = StateDir::new(dir.path());
+        write_version_1(&states.file_of("legacy"), br#"{"next_seq":90}"#, 0x5abc_2d20);
+        for _ in 0..2 {
+            let error = states.open("legacy").err().unwrap();
+            assert!(matches!(&error, StateError::Corrupt { detail, .. } if detail.contains("checksum")), "{error}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_state_file_deleted_while_held_fails_the_commit_and_is_not_recreated() {
+        let dir = tempfile::tempdir().unwrap();
+        let states = StateDir::new(dir.path());
+        let store = states.open("delta").unwrap();
+        store.commit(b"1".to_vec(), Receipt::default()).await.unwrap();
+        std::fs::remove_file(states.file_of("delta")).unwrap();
+        for _ in 0..2 {
+            let error = store.commit(b"2".to_vec(), Receipt::default()).await.unwrap_err();
+            assert!(
+                matches!(&error, StateError::Io(detail) if detail.contains("deleted or replaced while ferry was running")),
+                "{error}"
+            );
+            assert!(error.to_string().contains("delta.sqlite"), "{error}");
+        }
+        assert!(!states.file_of("delta").exists());
     }
 }

@@ -4,10 +4,16 @@
 //! uses is [`StateDir`], a directory with one database file per connector. One file
 //! per connector means one corrupt file stops one connector, and a tenant's state
 //! can live apart from another's.
+//!
+//! With each cursor the store keeps the receipt of the delivery it followed: where
+//! that batch left each log. It is the cursor's claim about the log ("everything up
+//! to here was delivered"), checked against the log before the connector starts.
 
 mod file;
 
 use async_trait::async_trait;
+
+use crate::target::Receipt;
 
 pub use file::{ConnectorStateFile, StateDir};
 
@@ -20,6 +26,8 @@ pub struct Committed {
     pub generation: u64,
     /// When, in microseconds since the Unix epoch.
     pub committed_at_micros: u64,
+    /// Where the delivery of the batch this cursor follows left each log.
+    pub receipt: Receipt,
 }
 
 /// Why a cursor could not be loaded or saved.
@@ -54,8 +62,9 @@ pub trait CursorStore: Send + Sync {
     /// The last committed cursor, or `None` if the connector never committed one.
     async fn load(&self) -> Result<Option<Committed>, StateError>;
 
-    /// Durably replace the committed cursor with `state`. When this returns `Ok`, a
-    /// crash at any later instant still finds `state`; when it returns `Err`, the
-    /// previous cursor is still the committed one.
-    async fn commit(&self, state: Vec<u8>) -> Result<Committed, StateError>;
+    /// Durably replace the committed cursor with `state`, and the receipt with that of
+    /// the delivery it follows. When this returns `Ok`, a crash at any later instant
+    /// still finds both; when it returns `Err`, the previous cursor is still the
+    /// committed one.
+    async fn commit(&self, state: Vec<u8>, receipt: Receipt) -> Result<Committed, StateError>;
 }

@@ -1,5 +1,8 @@
 //! Where batches go. A target takes a whole batch and says, once, whether all of it
-//! was durably accepted: the source loop commits the cursor only on `Ok`.
+//! was durably accepted: the source loop commits the cursor only on `Ok`. With `Ok`
+//! comes a [`Receipt`]: where the batch left each log that knows its offsets, which
+//! the source loop commits with the cursor, so that a log that later lost records
+//! the cursor counts as delivered is noticed (see `LocalLog::verify_cursor`).
 //!
 //! [`IggyTarget`] delivers to an Apache Iggy server; [`LocalLog`] is the embedded
 //! default when none is configured (no server needed); [`NullTarget`] accepts
@@ -17,7 +20,7 @@ use crate::batch::Message;
 use crate::config::StreamConfig;
 
 pub use iggy::IggyTarget;
-pub use local_log::{LocalLog, Record};
+pub use local_log::{LocalLog, LogCheckError, Record};
 pub use null::NullTarget;
 
 /// One batch on its way to a target. Cheap to clone: everything is shared.
@@ -44,10 +47,33 @@ pub enum DeliveryError {
     Rejected(String),
 }
 
+/// What a target says about a batch it accepted: for each stream/topic whose offsets
+/// it knows, where that log ended after the batch. Empty from targets that do not
+/// keep offsets ferry can check (Iggy).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Receipt {
+    pub marks: Vec<LogMark>,
+}
+
+/// A position in one stream/topic of a log: every record below offset `end` is
+/// behind the mark.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct LogMark {
+    pub stream: String,
+    pub topic: String,
+    pub end: u64,
+}
+
+impl std::fmt::Display for LogMark {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{} (offsets below {})", self.stream, self.topic, self.end)
+    }
+}
+
 #[async_trait]
 pub trait Target: Send + Sync {
     /// Deliver the batch to every stream of `delivery`. `Ok` means durably accepted
-    /// by all of them; on `Err` some may have accepted it (the batch will be produced
-    /// again: duplicates are allowed, loss is not).
-    async fn deliver(&self, delivery: &Delivery) -> Result<(), DeliveryError>;
+    /// by all of them, with the receipt; on `Err` some may have accepted it (the batch
+    /// will be produced again: duplicates are allowed, loss is not).
+    async fn deliver(&self, delivery: &Delivery) -> Result<Receipt, DeliveryError>;
 }

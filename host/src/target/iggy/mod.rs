@@ -19,7 +19,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use iggy::prelude::{IggyError, MessageClient};
 
-use super::{Delivery, DeliveryError, Target};
+use super::{Delivery, DeliveryError, Receipt, Target};
 use crate::config::{IggyConfig, StreamConfig};
 use connection::Connection;
 use topics::Topics;
@@ -80,7 +80,8 @@ impl IggyTarget {
 
 #[async_trait]
 impl Target for IggyTarget {
-    async fn deliver(&self, delivery: &Delivery) -> Result<(), DeliveryError> {
+    /// The receipt is empty: Iggy's offsets are the server's, not checked by ferry.
+    async fn deliver(&self, delivery: &Delivery) -> Result<Receipt, DeliveryError> {
         let live = self.connection.current().map_err(DeliveryError::Failed)?;
         // If this future is dropped mid-send (the loop's delivery timeout), the guard
         // reports the connection broken: a half-sent request must not be followed by
@@ -101,7 +102,7 @@ impl Target for IggyTarget {
             }
         }
         guard.armed = false;
-        Ok(())
+        Ok(Receipt::default())
     }
 }
 
