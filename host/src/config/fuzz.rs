@@ -5,12 +5,16 @@
 //! accepted and then safe to use: no arithmetic the host does on an accepted value may
 //! panic, and an override lands exactly where it says or nowhere.
 //!
-//! Each case draws a wildness: how often a key gets an absurd or mistyped value
-//! instead of a sensible (or sensible but extreme) one. Tame cases are mostly accepted
-//! and test what is done with accepted values; wild ones test the refusals. The case
-//! count is fixed and modest, so CI spends a few seconds here; each run draws new
-//! inputs. A failure prints the smallest config proptest could shrink it to: make it a
-//! test in `tests.rs` when fixing it.
+//! Two generators. Whole configs draw a wildness: how often a key gets an absurd or
+//! mistyped value instead of a sensible (or sensible but extreme) one; tame ones are
+//! often accepted, wild ones test the refusals. And a sane config naming every
+//! duration, size and count gets one absurd value at a time, so that a missing bound
+//! is an accepted config whose use overflows, not one refused for something else.
+//!
+//! The case count is fixed (`CASES`, under a second in all), so CI's time is bounded;
+//! each run draws new inputs. A failure prints the smallest config proptest could
+//! shrink it to (and saves its seed under `host/proptest-regressions/`): make it a test
+//! in `tests.rs` when fixing it.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;

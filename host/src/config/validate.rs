@@ -49,7 +49,7 @@ pub fn validate(config: &Config) -> Result<(), String> {
             bounds::TENANT_MEMORY.check(max).map_err(|p| at("max_memory", p))?;
         }
         if tenant.iggy.is_some() && config.iggy.is_none() {
-            return Err(at("[tenants.iggy]", "needs an [iggy] section".into()));
+            return Err(format!("tenants[{index}] (key `{}`): [tenants.iggy] needs an [iggy] section", tenant.key));
         }
         if let (Some(iggy), Some(own)) = (&config.iggy, &tenant.iggy) {
             iggy.with_credentials_of(own).credentials().map_err(|p| at("[tenants.iggy]", p))?;
