@@ -64,15 +64,22 @@ pub fn read_regular_text(path: &Path, max_bytes: u64, what: &str, limit: &str) -
 
 /// Check that `path` is a directory, or does not exist yet (ferry creates it).
 pub fn directory_or_absent(path: &Path, what: &str) -> Result<(), FileError> {
+    check_directory(path, what, true)
+}
+
+/// Check that `path` is an existing directory.
+pub fn directory(path: &Path, what: &str) -> Result<(), FileError> {
+    check_directory(path, what, false)
+}
+
+fn check_directory(path: &Path, what: &str, absent_is_fine: bool) -> Result<(), FileError> {
+    let fail = |problem: String| FileError { path: path.to_path_buf(), what: what.to_string(), problem };
     match std::fs::metadata(path) {
         Ok(metadata) if metadata.is_dir() => Ok(()),
-        Ok(metadata) => Err(FileError {
-            path: path.to_path_buf(),
-            what: what.to_string(),
-            problem: format!("it is {}, not a directory", kind(metadata.file_type())),
-        }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(FileError { path: path.to_path_buf(), what: what.to_string(), problem: format!("{e}") }),
+        Ok(metadata) => Err(fail(format!("it is {}, not a directory", kind(metadata.file_type())))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && absent_is_fine => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(fail("it does not exist".into())),
+        Err(e) => Err(fail(format!("{e}"))),
     }
 }
 
@@ -93,6 +100,15 @@ pub fn kind(file_type: FileType) -> &'static str {
     } else {
         "not a regular file"
     }
+}
+
+/// Create a named pipe at `path`, for tests of what is not a file.
+#[cfg(test)]
+pub(crate) fn mkfifo(path: &Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let name = std::ffi::CString::new(path.as_os_str().as_bytes()).expect("no NUL in the path");
+    // SAFETY: a valid NUL-terminated path; mkfifo does not keep the pointer.
+    assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0, "mkfifo {}", path.display());
 }
 
 #[cfg(test)]
@@ -133,6 +149,13 @@ mod tests {
         assert!(directory_or_absent(&dir.path().join("later"), "[state] path").is_ok());
         let error = directory_or_absent(Path::new("/dev/null"), "[local_log] path").unwrap_err();
         assert_eq!(error.to_string(), "/dev/null: [local_log] path: it is a character device, not a directory");
+        assert!(directory(dir.path(), "grants.dirs.host").is_ok());
+        let missing = directory(&dir.path().join("later"), "grants.dirs.host").unwrap_err();
+        assert_eq!(missing.problem, "it does not exist");
+        let file = dir.path().join("file");
+        std::fs::write(&file, b"").unwrap();
+        let error = directory(&file, "grants.dirs.host").unwrap_err();
+        assert_eq!(error.problem, "it is a regular file, not a directory");
     }
 
     #[test]
@@ -142,12 +165,5 @@ mod tests {
         std::fs::write(&path, b"ab\xffcd").unwrap();
         let error = read_regular_text(&path, 100, "token_file", "max").unwrap_err();
         assert!(error.to_string().contains("not UTF-8 text (invalid byte at offset 2)"), "{error}");
-    }
-
-    fn mkfifo(path: &Path) {
-        use std::os::unix::ffi::OsStrExt;
-        let name = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
-        // SAFETY: a valid NUL-terminated path; mkfifo does not keep the pointer.
-        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0, "mkfifo {}", path.display());
     }
 }

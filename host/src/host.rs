@@ -125,6 +125,11 @@ impl Host {
                     component
                 }
             };
+            // Secrets first: a missing one must not leave a state directory behind.
+            let plugin_config = source.plugin_config_json().map_err(|problem| ConfigError {
+                file: config.file.clone(),
+                problem: format!("sources (key `{}`): {problem}", source.key),
+            })?;
             let state_dir = config.state_dir_of(source);
             refuse_stranded_cursor(config, source).map_err(SetupError::Config)?;
             let states = state_dirs.entry(state_dir.clone()).or_insert_with(|| StateDir::new(&state_dir));
@@ -132,10 +137,6 @@ impl Host {
                 states.open(&source.key).map_err(|problem| SetupError::State { key: source.key.clone(), problem })?;
             LocalLog::verify_cursor(config, &source.key, &cursor)
                 .map_err(|problem| SetupError::Log { key: source.key.clone(), problem })?;
-            let plugin_config = source.plugin_config_json().map_err(|problem| ConfigError {
-                file: config.file.clone(),
-                problem: format!("sources (key `{}`): {problem}", source.key),
-            })?;
             let tenant = source.tenant.as_deref();
             let connector = SourceConnector {
                 key: source.key.as_str().into(),
@@ -231,16 +232,10 @@ impl Host {
 /// The engine the config needs: fuel metering only if some connector asks for it,
 /// and a pool sized for the enabled connectors.
 pub fn engine_options(config: &Config) -> EngineOptions {
-    let enabled: Vec<_> = config.sources.iter().filter(|s| s.enabled).collect();
     EngineOptions {
-        fuel: enabled.iter().any(|s| s.limits.fuel.is_some()),
+        fuel: config.sources.iter().any(|s| s.enabled && s.limits.fuel.is_some()),
         allocator: config.runtime.allocator,
-        pool: PoolSize {
-            // One live instance per connector, and room for a restart to begin before
-            // the old instance is gone.
-            instances: (enabled.len() as u32).saturating_mul(2).saturating_add(4),
-            max_memory_bytes: enabled.iter().map(|s| s.limits.memory.bytes()).max().unwrap_or(64 << 20),
-        },
+        pool: PoolSize { instances: config.pool_slots(), max_memory_bytes: config.largest_memory().bytes() },
     }
 }
 

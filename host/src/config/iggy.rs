@@ -18,7 +18,11 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::{BackoffConfig, duration};
+use super::{BackoffConfig, bounds, duration};
+use crate::files;
+
+/// The most a `tls.ca_file` may hold: a bundle of certificates is a few hundred KiB.
+const MAX_CA_FILE_BYTES: u64 = 4 * 1024 * 1024;
 
 /// A value that must not appear in logs or error messages.
 #[derive(Clone, Deserialize, PartialEq, Eq)]
@@ -158,8 +162,7 @@ impl IggyConfig {
             return Ok(Credentials::Token(token.clone()));
         }
         if let Some(path) = &self.token_file {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| format!("token_file {}: cannot read it: {e}", path.display()))?;
+            let text = super::read_secret_file(path).map_err(|problem| format!("token_file: {problem}"))?;
             let token = text.trim();
             if token.is_empty() {
                 return Err(format!("token_file {} is empty", path.display()));
@@ -196,10 +199,14 @@ impl IggyConfig {
                 self.address
             ));
         }
-        if self.connect_timeout.is_zero() {
-            return Err("connect_timeout must be greater than zero".into());
-        }
+        bounds::TIMER.check(self.connect_timeout).map_err(|p| format!("connect_timeout: {p}"))?;
         super::validate::check_backoff(&self.reconnect_backoff).map_err(|p| format!("reconnect_backoff: {p}"))?;
+        if let Some(ca_file) = &self.tls.ca_file {
+            // The client reads it when it connects, blocking; a device or a pipe named
+            // here would hang every connection attempt, so it is checked now.
+            files::read_regular(ca_file, MAX_CA_FILE_BYTES, "CA file", "the limit for a CA file")
+                .map_err(|e| format!("tls.ca_file: {}: {}", e.path.display(), e.problem))?;
+        }
         self.credentials().map(|_| ())
     }
 }

@@ -27,6 +27,7 @@
 //! messages_per_batch = 10
 //! ```
 
+mod bounds;
 mod bytesize;
 mod duration;
 mod env;
@@ -41,11 +42,21 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::files;
+
+pub use bounds::MAX_POOL_RESERVATION;
 pub use bytesize::ByteSize;
 pub use env::ENV_PREFIX;
 pub use iggy::{Credentials, IggyConfig, Secret, TlsConfig, Transport};
 pub use sandbox::{DirGrant, Grants, Limits, SecretSource, split_host_port};
 pub use tenant::{TenantConfig, TenantIggy};
+
+/// The most a config file may hold: `ferry run /dev/zero` must not read forever, and
+/// no honest config comes near it.
+pub const MAX_CONFIG_BYTES: u64 = 16 * 1024 * 1024;
+
+/// The most a secret's or a token's file may hold: a secret is a line, not a document.
+pub const MAX_SECRET_BYTES: u64 = 64 * 1024;
 
 /// A problem with the configuration, naming the file and what is wrong in it.
 #[derive(Debug, thiserror::Error)]
@@ -90,12 +101,15 @@ pub struct RuntimeConfig {
     /// How instance memory is allocated: `on-demand` (mmap per instance) or
     /// `pooling` (slots reserved up front, reused on every restart).
     pub allocator: Allocator,
-    /// The largest component file ferry reads.
+    /// The largest component file ferry reads; a bigger one is refused before it is
+    /// read (a component is read into memory whole, then compiled).
     pub max_component_bytes: ByteSize,
-    /// How long compiling one component may take (it happens in a child process).
+    /// How long compiling one component may take. Components are untrusted input to
+    /// the compiler, so they are compiled in a child process bounded by this and by
+    /// `compile_memory`.
     #[serde(with = "duration")]
     pub compile_timeout: Duration,
-    /// How much memory compiling one component may take.
+    /// The data memory (heap and private mappings) the compiling child process may use.
     pub compile_memory: ByteSize,
 }
 
@@ -107,7 +121,7 @@ impl Default for RuntimeConfig {
             allocator: Allocator::default(),
             max_component_bytes: ByteSize::mib(64),
             compile_timeout: Duration::from_secs(60),
-            compile_memory: ByteSize::mib(2048),
+            compile_memory: ByteSize::gib(2),
         }
     }
 }
@@ -302,7 +316,8 @@ impl Config {
     /// [`Config::load`] with the environment given explicitly (for tests).
     pub fn load_with_env(path: &Path, vars: impl IntoIterator<Item = (String, String)>) -> Result<Config, ConfigError> {
         let error = |problem: String| ConfigError { file: path.to_path_buf(), problem };
-        let text = std::fs::read_to_string(path).map_err(|e| error(format!("cannot read the file: {e}")))?;
+        let text = files::read_regular_text(path, MAX_CONFIG_BYTES, "the config file", "the limit for a config file")
+            .map_err(|e| error(format!("cannot read the file: {}", e.problem)))?;
         Self::parse(path, &text, vars)
     }
 
@@ -315,7 +330,7 @@ impl Config {
         let error = |problem: String| ConfigError { file: path.to_path_buf(), problem };
         // First the file alone, so that its mistakes are reported with line and column.
         let mut config: Config = toml::from_str(text).map_err(|e| error(e.to_string().trim_end().to_string()))?;
-        let overrides = env::overrides(vars);
+        let overrides = env::overrides(vars).map_err(error)?;
         if !overrides.is_empty() {
             let mut document: toml::Table = toml::from_str(text).map_err(|e| error(e.to_string()))?;
             for o in &overrides {
@@ -385,6 +400,20 @@ impl Config {
         self.tenants.iter().find(|t| t.key == key)
     }
 
+    /// The slots the pooling allocator reserves: one live instance per enabled
+    /// connector, and room for a restart to begin before the old instance is gone.
+    pub fn pool_slots(&self) -> u32 {
+        let enabled = self.sources.iter().filter(|s| s.enabled).count();
+        u32::try_from(enabled).unwrap_or(u32::MAX).saturating_mul(2).saturating_add(4)
+    }
+
+    /// The largest `limits.memory` of the enabled connectors: the size of each pool
+    /// slot (the default limit when none is enabled).
+    pub fn largest_memory(&self) -> ByteSize {
+        let enabled = self.sources.iter().filter(|s| s.enabled);
+        enabled.map(|s| s.limits.memory).max().unwrap_or(Limits::default().memory)
+    }
+
     /// Where the committed cursor of `source` lives: the tenant's namespace, or the
     /// top of the state directory for connectors without a tenant.
     pub fn state_dir_of(&self, source: &SourceConfig) -> PathBuf {
@@ -410,8 +439,7 @@ impl SourceConfig {
                 SecretSource::Env(variable) => std::env::var(variable)
                     .map_err(|_| format!("secrets.{name}: the environment variable {variable} is not set"))?,
                 SecretSource::File(path) => {
-                    let text = std::fs::read_to_string(path)
-                        .map_err(|e| format!("secrets.{name}: cannot read {}: {e}", path.display()))?;
+                    let text = read_secret_file(path).map_err(|problem| format!("secrets.{name}: {problem}"))?;
                     text.strip_suffix('\n').unwrap_or(&text).to_string()
                 }
             };
@@ -421,5 +449,15 @@ impl SourceConfig {
     }
 }
 
+/// Read a file holding a secret (`secrets.x = { file = ... }`, `token_file`): a
+/// regular file, at most [`MAX_SECRET_BYTES`], UTF-8. The error names the path and
+/// the problem, never a byte of what the file holds.
+fn read_secret_file(path: &Path) -> Result<String, String> {
+    files::read_regular_text(path, MAX_SECRET_BYTES, "secret", "the limit for a secret's file")
+        .map_err(|e| format!("{}: {}", e.path.display(), e.problem))
+}
+
+#[cfg(test)]
+mod fuzz;
 #[cfg(test)]
 mod tests;

@@ -1,9 +1,15 @@
 //! Checks that serde cannot express: unique keys, names safe to use as file names,
-//! values in range. Each problem names the connector and the key.
+//! values in range ([`super::bounds`]), paths that are what they should be. Each
+//! problem names the connector and the key.
 
 use std::collections::HashMap;
 
-use super::{BackoffConfig, ByteSize, Config, Grants, Limits, SourceConfig};
+use iggy_common::MAX_PARTITIONS_COUNT;
+
+use super::duration::show;
+use super::env::variable_form;
+use super::{Allocator, BackoffConfig, ByteSize, Config, Grants, Limits, RuntimeConfig, SourceConfig, bounds};
+use crate::files;
 
 /// Connector keys name files and log spans: keep them to a safe alphabet.
 pub fn valid_key(key: &str) -> Result<(), String> {
@@ -31,36 +37,109 @@ pub fn valid_name(name: &str) -> Result<(), String> {
 }
 
 pub fn validate(config: &Config) -> Result<(), String> {
-    let mut tenants: HashMap<&str, usize> = HashMap::new();
+    validate_runtime(&config.runtime)?;
+    validate_directories(config)?;
     for (index, tenant) in config.tenants.iter().enumerate() {
         valid_key(&tenant.key).map_err(|p| format!("tenants[{index}]: key {:?} {p}", tenant.key))?;
-        if let Some(first) = tenants.insert(&tenant.key, index) {
-            return Err(format!("tenants[{index}]: key `{}` is already used by tenants[{first}]", tenant.key));
+    }
+    distinct_keys(config.tenants.iter().enumerate().map(|(i, t)| (format!("tenants[{i}]"), t.key.as_str())))?;
+    for (index, tenant) in config.tenants.iter().enumerate() {
+        let at = |what: &str, problem: String| format!("tenants[{index}] (key `{}`): {what}: {problem}", tenant.key);
+        if let Some(max) = tenant.max_memory {
+            bounds::TENANT_MEMORY.check(max).map_err(|p| at("max_memory", p))?;
         }
         if tenant.iggy.is_some() && config.iggy.is_none() {
             return Err(format!("tenants[{index}] (key `{}`): [tenants.iggy] needs an [iggy] section", tenant.key));
         }
         if let (Some(iggy), Some(own)) = (&config.iggy, &tenant.iggy) {
-            iggy.with_credentials_of(own)
-                .credentials()
-                .map_err(|p| format!("tenants[{index}] (key `{}`): [tenants.iggy]: {p}", tenant.key))?;
+            iggy.with_credentials_of(own).credentials().map_err(|p| at("[tenants.iggy]", p))?;
         }
     }
-    let mut seen: HashMap<&str, usize> = HashMap::new();
+    for (index, source) in config.sources.iter().enumerate() {
+        valid_key(&source.key).map_err(|p| format!("sources[{index}]: key {:?} {p}", source.key))?;
+    }
+    // Sinks will share this namespace: chain their keys in here.
+    distinct_keys(config.sources.iter().enumerate().map(|(i, s)| (format!("sources[{i}]"), s.key.as_str())))?;
     for (index, source) in config.sources.iter().enumerate() {
         let at = |what: &str, problem: String| format!("sources[{index}] (key `{}`): {what}: {problem}", source.key);
-        valid_key(&source.key).map_err(|p| format!("sources[{index}]: key {:?} {p}", source.key))?;
-        if let Some(first) = seen.insert(&source.key, index) {
-            return Err(at("key", format!("already used by sources[{first}]; keys must be unique")));
-        }
         if let Some(tenant) = &source.tenant
-            && !tenants.contains_key(tenant.as_str())
+            && config.tenant(tenant).is_none()
         {
             return Err(at("tenant", format!("no [[tenants]] entry has key `{tenant}`")));
         }
         validate_source(source).map_err(|(what, problem)| at(what, problem))?;
     }
-    validate_tenant_totals(config)
+    validate_tenant_totals(config)?;
+    validate_pool(config)
+}
+
+/// Keys that must name one thing each: connector keys (one namespace for every kind
+/// of connector) or tenant keys, given as `(where, key)` like `("sources[0]", "a-b")`.
+/// Besides exact duplicates this refuses keys that differ only in case or in `-`
+/// against `_` (`a-b` and `a_b`, `Orders` and `orders`): an environment override
+/// names both the same way (`FERRY__SOURCES__A_B__...`), so a secret meant for one
+/// could be handed to the other, and a case-insensitive disk gives both one state file.
+pub fn distinct_keys<'a>(entries: impl IntoIterator<Item = (String, &'a str)>) -> Result<(), String> {
+    let mut seen: HashMap<String, (String, &str)> = HashMap::new();
+    for (place, key) in entries {
+        let form = variable_form(key);
+        if let Some((first, other)) = seen.get(&form) {
+            let problem = if *other == key {
+                format!("already used by {first}; keys must be unique")
+            } else {
+                format!(
+                    "`{key}` and `{other}` ({first}) are one name to an environment override (…__{form}__…) and to \
+                     a case-insensitive disk; keys must differ by more than case and `-`/`_`"
+                )
+            };
+            return Err(format!("{place} (key `{key}`): key: {problem}"));
+        }
+        seen.insert(form, (place, key));
+    }
+    Ok(())
+}
+
+/// `[runtime]`: durations and sizes within their bounds.
+fn validate_runtime(runtime: &RuntimeConfig) -> Result<(), String> {
+    let at = |(key, problem): (&str, String)| format!("[runtime] {key}: {problem}");
+    bounds::check_all(&[
+        ("shutdown_grace_period", runtime.shutdown_grace_period, bounds::GRACE),
+        ("progress_interval", runtime.progress_interval, bounds::PROGRESS),
+        ("compile_timeout", runtime.compile_timeout, bounds::COMPILE_TIMEOUT),
+    ])
+    .map_err(at)?;
+    bounds::check_all(&[
+        ("max_component_bytes", runtime.max_component_bytes, bounds::COMPONENT_BYTES),
+        ("compile_memory", runtime.compile_memory, bounds::COMPILE_MEMORY),
+    ])
+    .map_err(at)
+}
+
+/// The state and log directories are directories, or absent (ferry creates them):
+/// `/dev/null` is neither.
+fn validate_directories(config: &Config) -> Result<(), String> {
+    for (path, key) in [(&config.state.path, "[state] path"), (&config.local_log.path, "[local_log] path")] {
+        files::directory_or_absent(path, key).map_err(|e| format!("{key}: {}: {}", e.path.display(), e.problem))?;
+    }
+    Ok(())
+}
+
+/// The pooling allocator reserves its slots up front: refuse a reservation no machine
+/// has the address space for, naming what it is made of.
+fn validate_pool(config: &Config) -> Result<(), String> {
+    if config.runtime.allocator != Allocator::Pooling {
+        return Ok(());
+    }
+    let (slots, memory) = (config.pool_slots(), config.largest_memory());
+    let reservation = u64::from(slots).checked_mul(memory.bytes()).map(ByteSize);
+    match reservation {
+        Some(total) if total <= bounds::MAX_POOL_RESERVATION => Ok(()),
+        _ => Err(format!(
+            "[runtime] allocator: \"pooling\" would reserve {slots} slots (2 per enabled connector + 4) of {memory} \
+             (the largest limits.memory), more than the maximum, {}; lower limits.memory or use \"on-demand\"",
+            bounds::MAX_POOL_RESERVATION
+        )),
+    }
 }
 
 /// Each tenant's connector count and total memory within its limits.
@@ -78,7 +157,7 @@ fn validate_tenant_totals(config: &Config) -> Result<(), String> {
             ));
         }
         if let Some(max) = tenant.max_memory {
-            let total: u64 = members.iter().map(|s| s.limits.memory.bytes()).sum();
+            let total = members.iter().fold(0u64, |sum, s| sum.saturating_add(s.limits.memory.bytes()));
             if total > max.bytes() {
                 return Err(format!(
                     "tenant `{}`: its connectors' limits.memory add up to {}, more than its max_memory ({max})",
@@ -92,25 +171,19 @@ fn validate_tenant_totals(config: &Config) -> Result<(), String> {
 }
 
 fn validate_limits(limits: &Limits) -> Result<(), (&'static str, String)> {
-    if limits.memory < ByteSize::mib(1) {
-        return Err((
-            "limits.memory",
-            format!("{} is too small to run any component; give at least 1 MiB", limits.memory),
-        ));
-    }
-    if limits.call_timeout.is_zero() {
-        return Err(("limits.call_timeout", "must be greater than zero".into()));
-    }
+    bounds::check_all(&[
+        ("limits.memory", limits.memory, bounds::MEMORY),
+        ("limits.max_batch_bytes", limits.max_batch_bytes, bounds::BATCH_BYTES),
+        ("limits.max_message_bytes", limits.max_message_bytes, bounds::BATCH_BYTES),
+        ("limits.max_header_bytes", limits.max_header_bytes, bounds::BATCH_BYTES),
+        ("limits.max_state_bytes", limits.max_state_bytes, bounds::STATE_BYTES),
+    ])?;
     let nonzero = [
         ("limits.instances", u64::from(limits.instances)),
         ("limits.tables", u64::from(limits.tables)),
         ("limits.memories", u64::from(limits.memories)),
         ("limits.max_messages_per_batch", u64::from(limits.max_messages_per_batch)),
-        ("limits.max_batch_bytes", limits.max_batch_bytes.bytes()),
-        ("limits.max_message_bytes", limits.max_message_bytes.bytes()),
         ("limits.max_headers_per_message", u64::from(limits.max_headers_per_message)),
-        ("limits.max_header_bytes", limits.max_header_bytes.bytes()),
-        ("limits.max_state_bytes", limits.max_state_bytes.bytes()),
         ("limits.log_lines_per_second", u64::from(limits.log_lines_per_second)),
         ("limits.log_burst", u64::from(limits.log_burst)),
     ];
@@ -133,11 +206,8 @@ fn validate_grants(grants: &Grants) -> Result<(), (&'static str, String)> {
         if !dir.guest.starts_with('/') {
             return Err(("grants.dirs.guest", format!("{:?} must be an absolute path, like \"/data\"", dir.guest)));
         }
-        match std::fs::metadata(&dir.host) {
-            Ok(meta) if meta.is_dir() => {}
-            Ok(_) => return Err(("grants.dirs.host", format!("{} is not a directory", dir.host.display()))),
-            Err(e) => return Err(("grants.dirs.host", format!("{}: {e}", dir.host.display()))),
-        }
+        files::directory(&dir.host, "grants.dirs.host")
+            .map_err(|e| ("grants.dirs.host", format!("{}: {}", e.path.display(), e.problem)))?;
     }
     for entry in &grants.network {
         super::split_host_port(entry).map_err(|p| ("grants.network", p))?;
@@ -158,8 +228,17 @@ fn validate_source(source: &SourceConfig) -> Result<(), (&'static str, String)> 
             if create.partitions == 0 {
                 return Err(("streams.create.partitions", "must be at least 1".into()));
             }
+            if create.partitions > MAX_PARTITIONS_COUNT {
+                return Err((
+                    "streams.create.partitions",
+                    format!("{} is more than an Iggy topic may have, {MAX_PARTITIONS_COUNT}", create.partitions),
+                ));
+            }
             if create.messages_required_to_save == Some(0) {
                 return Err(("streams.create.messages_required_to_save", "must be at least 1".into()));
+            }
+            if let Some(retention) = create.retention {
+                bounds::RETENTION.check(retention).map_err(|p| ("streams.create.retention", p))?;
             }
         }
         if let super::Partitioning::Header(key) = &stream.partitioning
@@ -172,12 +251,11 @@ fn validate_source(source: &SourceConfig) -> Result<(), (&'static str, String)> 
             return Err(("streams", format!("{}/{} is listed twice", stream.stream, stream.topic)));
         }
     }
-    if source.poll_interval.is_zero() {
-        return Err(("poll_interval", "must be greater than zero".into()));
-    }
-    if source.delivery_timeout.is_zero() {
-        return Err(("delivery_timeout", "must be greater than zero".into()));
-    }
+    bounds::check_all(&[
+        ("poll_interval", source.poll_interval, bounds::TIMER),
+        ("delivery_timeout", source.delivery_timeout, bounds::TIMER),
+        ("limits.call_timeout", source.limits.call_timeout, bounds::CALL_TIMEOUT),
+    ])?;
     if source.max_consecutive_nacks == 0 {
         return Err(("max_consecutive_nacks", "must be at least 1".into()));
     }
@@ -193,12 +271,12 @@ fn validate_source(source: &SourceConfig) -> Result<(), (&'static str, String)> 
     Ok(())
 }
 
+/// `initial` and `max` within [`bounds::TIMER`], `initial` not above `max`.
 pub(super) fn check_backoff(backoff: &BackoffConfig) -> Result<(), String> {
-    if backoff.initial.is_zero() {
-        return Err("initial must be greater than zero".into());
-    }
+    bounds::check_all(&[("initial", backoff.initial, bounds::TIMER), ("max", backoff.max, bounds::TIMER)])
+        .map_err(|(key, problem)| format!("{key}: {problem}"))?;
     if backoff.initial > backoff.max {
-        return Err(format!("initial ({:?}) is greater than max ({:?})", backoff.initial, backoff.max));
+        return Err(format!("initial ({}) is greater than max ({})", show(backoff.initial), show(backoff.max)));
     }
     Ok(())
 }
