@@ -301,6 +301,48 @@ async fn an_origin_timestamp_no_target_can_store_is_refused_naming_the_rule() {
     assert_oversize_refused("time-traveller", "far_future", json!({}), "origin-timestamp", |_| {}).await;
 }
 
+/// A message of `bytes` bytes, after the good batches, with `limits.memory` room
+/// for the guest to build it.
+fn whale(h: &Harness, key: &str, bytes: u64) -> SourceConnector {
+    let mut whale = offender(h, key, "message_too_big", json!({ "bytes": bytes }));
+    whale.sandbox.limits.memory = ByteSize::mib(768);
+    whale
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_within_raised_limits_is_delivered_not_trapped_by_the_engine() {
+    // 130 MiB is past what wasmtime lets a call hand the host by default (128 MiB),
+    // and within the limits the operator raised: the host raises the engine's cap
+    // with them.
+    let h = Harness::new();
+    let mut big = whale(&h, "big", 130 << 20);
+    big.sandbox.limits.max_message_bytes = ByteSize::mib(160);
+    big.sandbox.limits.max_batch_bytes = ByteSize::mib(160);
+    let mut running = h.start(vec![big]);
+    let event = running
+        .wait_for("the big batch to settle", |e| {
+            e.key() == "big"
+                && matches!(e, Event::Acked { messages: 1, .. } | Event::Trapped { .. } | Event::Nacked { .. })
+        })
+        .await;
+    assert!(matches!(event, Event::Acked { .. }), "delivered, not refused by the engine: {event:?}");
+    running.stop().await;
+    let records = h.records("big");
+    assert!(records.iter().any(|r| r.payload.len() as u64 >= 130 << 20), "the big message is in the log");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_far_over_its_limits_traps_before_the_host_allocates_it_naming_the_limits() {
+    // With the default limits (16 MiB a batch) the host takes about 110 MB out of a
+    // guest in one call, not the 130 MiB it offers.
+    let h = Harness::new();
+    let (running, episode) = contain(&h, whale(&h, "leviathan", 130 << 20)).await;
+    let trap = the_trap(&episode);
+    assert!(trap.contains("more data in one call than its limits allow"), "{trap}");
+    assert!(trap.contains("limits.max_batch_bytes"), "{trap}");
+    running.stop().await;
+}
+
 /// No line about connector `key`, and none of its status, carries a control
 /// character: its guest forged no line and sent nothing to the operator's terminal.
 fn assert_nothing_forged(running: &Running, key: &str) {
