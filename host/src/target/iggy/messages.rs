@@ -14,6 +14,7 @@ use iggy::prelude::{HeaderKey, HeaderValue as IggyHeaderValue, IggyMessage, Part
 use super::topics::TopicInfo;
 use crate::batch::{HeaderValue, Message};
 use crate::config::Partitioning;
+use crate::guest_text;
 
 /// `message` as Iggy sends it. Errors say which rule of Iggy's the message breaks.
 pub fn to_iggy(index: usize, message: &Message) -> Result<IggyMessage, String> {
@@ -23,10 +24,11 @@ pub fn to_iggy(index: usize, message: &Message) -> Result<IggyMessage, String> {
     } else {
         let mut headers = BTreeMap::new();
         for header in &message.headers {
-            let key = HeaderKey::try_from(header.key.as_str())
-                .map_err(|e| at(format!("header key {:?} is not valid for Iggy ({e})", header.key)))?;
+            let key = HeaderKey::try_from(header.key.as_str()).map_err(|e| {
+                at(format!("header key {} is not valid for Iggy ({e})", guest_text::quote(&header.key)))
+            })?;
             let value = header_value(&header.value)
-                .map_err(|e| at(format!("header {:?} is not valid for Iggy ({e})", header.key)))?;
+                .map_err(|e| at(format!("header {} is not valid for Iggy ({e})", guest_text::quote(&header.key))))?;
             headers.insert(key, value);
         }
         Some(headers)
