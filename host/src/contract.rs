@@ -12,8 +12,12 @@ use wit_parser::decoding::DecodedWasm;
 use wit_parser::{Function, InterfaceId, Resolve, Type, TypeDefKind, WorldId, WorldItem, WorldKey};
 
 /// The WIT files of the contract, as compiled into this host.
-pub const WIT_FILES: &[(&str, &str)] =
-    &[("types.wit", include_str!("../../wit/types.wit")), ("source.wit", include_str!("../../wit/source.wit"))];
+pub const WIT_FILES: &[(&str, &str)] = &[
+    ("types.wit", include_str!("../../wit/types.wit")),
+    ("logging.wit", include_str!("../../wit/logging.wit")),
+    ("source.wit", include_str!("../../wit/source.wit")),
+    ("sink.wit", include_str!("../../wit/sink.wit")),
+];
 
 /// The interface a source exports, with the version this host speaks.
 pub const SOURCE_INTERFACE: &str = "iggy:connector/source@0.1.0";
