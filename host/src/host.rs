@@ -19,6 +19,9 @@ use std::time::Duration;
 use tracing::Instrument;
 
 use crate::config::{Allocator, ByteSize, Config, ConfigError, IggyConfig};
+use crate::delivery::Target;
+use crate::iggy::IggyTarget;
+use crate::local_log::LocalLog;
 use crate::runtime::{
     CheckedSource, Compiler, EngineOptions, LoadError, PendingComponent, PoolSize, Runtime, Sandbox, SourceComponent,
 };
@@ -26,7 +29,6 @@ use crate::shutdown::{self, Shutdown};
 use crate::source::{SourceConnector, SourceSettings, supervise};
 use crate::state::{StateDir, StateError};
 use crate::status::{self, Reporter, StatusBoard};
-use crate::target::{IggyTarget, LocalLog, Target};
 
 /// What stops a host from starting. (The problems are parts of the message, not
 /// error sources, so that a report of the chain says each thing once.)
@@ -39,7 +41,7 @@ pub enum SetupError {
     #[error("connector `{key}`: {problem}")]
     State { key: String, problem: StateError },
     #[error("connector `{key}`: {problem}")]
-    Log { key: String, problem: crate::target::LogCheckError },
+    Log { key: String, problem: crate::local_log::LogCheckError },
     #[error("cannot start the WebAssembly runtime: {0}")]
     Runtime(String),
     #[error("{0}")]

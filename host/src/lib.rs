@@ -13,7 +13,8 @@
 //!   instantiating components; [`grants`]: what a guest may reach (deny by default);
 //! * [`source`]: the source loop (poll, deliver, commit, ack / nack, back off) and the
 //!   supervisor that restarts it;
-//! * [`target`]: where batches are delivered (an Iggy server, or the local log);
+//! * [`delivery`]: what it means to deliver a batch, and [`iggy`] and [`local_log`],
+//!   the two stores batches are delivered to (an Iggy server, or the embedded log);
 //! * [`state`]: the committed cursors;
 //! * [`status`], [`shutdown`]: what operators see and how the host stops;
 //! * [`host`]: all of the above wired together for `ferry run`;
@@ -25,10 +26,13 @@ pub mod batch;
 pub mod cli;
 pub mod config;
 pub mod contract;
+pub mod delivery;
 pub mod files;
 pub mod grants;
 pub mod guest_text;
 pub mod host;
+pub mod iggy;
+pub mod local_log;
 pub mod rate_limit;
 pub mod runtime;
 pub mod shutdown;
@@ -36,4 +40,3 @@ pub mod source;
 pub mod sqlite;
 pub mod state;
 pub mod status;
-pub mod target;

@@ -20,12 +20,12 @@ use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 
 use ferry::config::{Allocator, BackoffConfig, ByteSize, StreamConfig};
+use ferry::delivery::NullTarget;
 use ferry::grants::logging::{GuestLog, LogBudget};
 use ferry::host::Host;
 use ferry::runtime::{EngineOptions, PoolSize, Runtime, Sandbox, SourceComponent};
 use ferry::source::SourceConnector;
 use ferry::status::Event;
-use ferry::target::NullTarget;
 use ferry_tests::components::{FAULTY_SOURCE, HOSTILE_SOURCE, RANDOM_SOURCE};
 use ferry_tests::harness::{MemoryCursor, Running, quick_settings};
 use serde_json::json;

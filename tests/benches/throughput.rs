@@ -25,12 +25,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ferry::config::StreamConfig;
+use ferry::delivery::{NullTarget, Target};
 use ferry::host::Host;
+use ferry::iggy::IggyTarget;
+use ferry::local_log::LocalLog;
 use ferry::runtime::{Runtime, SourceComponent};
 use ferry::source::SourceConnector;
 use ferry::state::{CursorStore, StateDir};
 use ferry::status::Event;
-use ferry::target::{IggyTarget, LocalLog, NullTarget, Target};
 use ferry_tests::components::RANDOM_SOURCE;
 use ferry_tests::harness::{MemoryCursor, Running, quick_settings};
 use ferry_tests::iggy_server::{IggyServer, PASSWORD};

@@ -6,13 +6,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ferry::config::{BackoffConfig, StreamConfig};
+use ferry::delivery::Target;
 use ferry::host::{Host, RunReport};
+use ferry::local_log::{LocalLog, Record};
 use ferry::runtime::{EngineOptions, Runtime, Sandbox, SourceComponent};
 use ferry::shutdown::{self, ShutdownTrigger};
 use ferry::source::{SourceConnector, SourceSettings};
 use ferry::state::{ConnectorStateFile, CursorStore, StateDir};
 use ferry::status::{Event, StatusBoard};
-use ferry::target::{LocalLog, Record, Target};
 use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
 
@@ -134,7 +135,7 @@ impl CursorStore for MemoryCursor {
     async fn commit(
         &self,
         state: Vec<u8>,
-        receipt: ferry::target::Receipt,
+        receipt: ferry::delivery::Receipt,
     ) -> Result<ferry::state::Committed, ferry::state::StateError> {
         let mut committed = self.committed.lock().unwrap();
         let generation = committed.as_ref().map_or(0, |c| c.generation) + 1;

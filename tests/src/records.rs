@@ -2,7 +2,7 @@
 //! `seq` is there.
 
 use ferry::batch::Message;
-use ferry::target::Record;
+use ferry::local_log::Record;
 
 /// The `seq` of a `{"seq":N,...}` payload.
 pub fn seq_of(payload: &[u8]) -> u64 {

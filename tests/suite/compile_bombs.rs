@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use ferry::target::LocalLog;
+use ferry::local_log::LocalLog;
 use ferry_tests::raw_component::{many_functions, many_locals, source_with};
 use ferry_tests::records::seqs;
 use nix::sys::signal::Signal;

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use ferry::target::LocalLog;
+use ferry::local_log::LocalLog;
 use ferry_tests::records::{assert_complete, next_seq, seqs};
 use nix::sys::signal::Signal;
 

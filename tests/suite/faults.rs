@@ -149,11 +149,11 @@ async fn too_many_nacks_in_a_row_fail_the_connector_and_it_restarts_from_committ
 struct PanickingTarget;
 
 #[async_trait::async_trait]
-impl ferry::target::Target for PanickingTarget {
+impl ferry::delivery::Target for PanickingTarget {
     async fn deliver(
         &self,
-        _: &ferry::target::Delivery,
-    ) -> Result<ferry::target::Receipt, ferry::target::DeliveryError> {
+        _: &ferry::delivery::Delivery,
+    ) -> Result<ferry::delivery::Receipt, ferry::delivery::DeliveryError> {
         panic!("a bug in a target")
     }
 }

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use ferry::batch::NackReason;
 use ferry::config::BackoffConfig;
+use ferry::iggy::IggyTarget;
 use ferry::status::Event;
-use ferry::target::IggyTarget;
 use ferry_tests::components::RANDOM_SOURCE;
 use ferry_tests::faults::FaultyCursor;
 use ferry_tests::harness::{Harness, Running};

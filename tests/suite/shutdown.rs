@@ -70,7 +70,7 @@ fn sigterm_with_batches_flowing_settles_and_exits_0() {
     let closed_at: u64 = closing.rsplit("\"next_seq\":").next().unwrap().trim_end_matches('}').parse().unwrap();
     let committed = site.states().read("term").unwrap().unwrap();
     assert_eq!(next_seq(&committed.state), closed_at);
-    let records = ferry::target::LocalLog::read_all(&site.log_dir(), "demo", "term").unwrap();
+    let records = ferry::local_log::LocalLog::read_all(&site.log_dir(), "demo", "term").unwrap();
     // Settled means: every delivered record is committed, and nothing beyond.
     assert_eq!(seqs(&records), (0..closed_at).collect::<Vec<_>>());
     assert!(log.contains("all connectors stopped cleanly"));

@@ -13,10 +13,10 @@ use std::path::{Path, PathBuf};
 
 use ferry::config::Config;
 use ferry::host::Host;
+use ferry::local_log::LocalLog;
 use ferry::runtime::Compiler;
 use ferry::state::{CursorStore, StateDir};
 use ferry::status::Event;
-use ferry::target::LocalLog;
 use ferry_tests::components::{HOSTILE_SOURCE, RANDOM_SOURCE};
 use ferry_tests::harness::Running;
 use ferry_tests::records::{next_seq, seqs};

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use crate::config::Config;
-use crate::target::LocalLog;
+use crate::local_log::LocalLog;
 use anyhow::{Result, bail};
 
 pub fn read(path: &Path, stream: Option<&str>, topic: Option<&str>, from: u64, limit: Option<u64>) -> Result<ExitCode> {

@@ -14,9 +14,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::{BackoffConfig, SourceConfig, StreamConfig};
+use crate::delivery::Target;
 use crate::runtime::{PendingComponent, Sandbox};
 use crate::state::CursorStore;
-use crate::target::Target;
 
 pub use supervisor::supervise;
 

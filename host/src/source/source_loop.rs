@@ -21,10 +21,10 @@ use std::time::Duration;
 use super::SourceConnector;
 use crate::backoff::Backoff;
 use crate::batch::{self, Batch, BatchResult, IdSource, Nack, NackReason};
+use crate::delivery::{Delivery, DeliveryError};
 use crate::runtime::{CallError, SourceInstance};
 use crate::shutdown::Shutdown;
 use crate::status::Reporter;
-use crate::target::{Delivery, DeliveryError};
 
 /// Why the loop ended.
 pub(super) enum Exit {

@@ -17,8 +17,8 @@ use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{Committed, CursorStore, StateError};
+use crate::delivery::{LogMark, Receipt};
 use crate::sqlite::{self, Access, Database, Format, Migration, StoreError};
-use crate::target::{LogMark, Receipt};
 
 const FORMAT: Format = Format {
     what: "state database",

@@ -13,7 +13,7 @@ mod file;
 
 use async_trait::async_trait;
 
-use crate::target::Receipt;
+use crate::delivery::Receipt;
 
 pub use file::{ConnectorStateFile, StateDir};
 

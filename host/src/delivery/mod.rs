@@ -1,15 +1,15 @@
-//! Where batches go. A target takes a whole batch and says, once, whether all of it
-//! was durably accepted: the source loop commits the cursor only on `Ok`. With `Ok`
-//! comes a [`Receipt`]: where the batch left each log that knows its offsets, which
-//! the source loop commits with the cursor, so that a log that later lost records
-//! the cursor counts as delivered is noticed (see `LocalLog::verify_cursor`).
+//! Delivery: where a source's batches go. A [`Target`] takes a whole batch and says,
+//! once, whether all of it was durably accepted: the source loop commits the cursor
+//! only on `Ok`. With `Ok` comes a [`Receipt`]: where the batch left each log that
+//! knows its offsets, which the source loop commits with the cursor, so that a log
+//! that later lost records the cursor counts as delivered is noticed (see
+//! `LocalLog::verify_cursor`).
 //!
-//! [`IggyTarget`] delivers to an Apache Iggy server; [`LocalLog`] is the embedded
-//! default when none is configured (no server needed); [`NullTarget`] accepts
-//! everything and keeps nothing, for benchmarks.
+//! The targets are [`crate::iggy::IggyTarget`] (an Apache Iggy server) and
+//! [`crate::local_log::LocalLog`] (the embedded default when none is configured, no
+//! server needed), each in the module of the store it writes to; [`NullTarget`]
+//! accepts everything and keeps nothing, for benchmarks.
 
-pub mod iggy;
-mod local_log;
 mod null;
 
 use std::sync::Arc;
@@ -19,8 +19,6 @@ use async_trait::async_trait;
 use crate::batch::Message;
 use crate::config::StreamConfig;
 
-pub use iggy::IggyTarget;
-pub use local_log::{LocalLog, LogCheckError, Record};
 pub use null::NullTarget;
 
 /// One batch on its way to a target. Cheap to clone: everything is shared.

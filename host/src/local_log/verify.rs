@@ -14,9 +14,9 @@ use std::path::Path;
 use super::LocalLog;
 use super::read::open_topic;
 use crate::config::Config;
+use crate::delivery::LogMark;
 use crate::sqlite::StoreError;
 use crate::state::{Committed, ConnectorStateFile, StateError};
-use crate::target::LogMark;
 
 /// How many missing ranges of one topic an error lists.
 const RANGES_LISTED: usize = 5;
@@ -152,7 +152,7 @@ fn describe(missing: &[RangeInclusive<u64>]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::target::Receipt;
+    use crate::delivery::Receipt;
 
     fn committed(marks: &[(&str, &str, u64)]) -> Committed {
         let marks = marks.iter().map(|(s, t, end)| LogMark { stream: s.to_string(), topic: t.to_string(), end: *end });

@@ -9,7 +9,7 @@ use iggy::prelude::{
 };
 use tokio::sync::Mutex;
 
-use super::SendError;
+use super::error::RequestError;
 use crate::config::StreamConfig;
 
 /// What a sender needs to know about a topic.
@@ -34,7 +34,7 @@ impl Topics {
         client: &IggyClient,
         stream: &StreamConfig,
         address: &str,
-    ) -> Result<Arc<TopicInfo>, SendError> {
+    ) -> Result<Arc<TopicInfo>, RequestError> {
         let name = (stream.stream.clone(), stream.topic.clone());
         let mut known = self.known.lock().await;
         if let Some(info) = known.get(&name) {
@@ -51,16 +51,21 @@ impl Topics {
     }
 }
 
-async fn lookup_or_create(client: &IggyClient, config: &StreamConfig, address: &str) -> Result<TopicInfo, SendError> {
+async fn lookup_or_create(
+    client: &IggyClient,
+    config: &StreamConfig,
+    address: &str,
+) -> Result<TopicInfo, RequestError> {
     let (stream, topic) = (config.stream.as_str(), config.topic.as_str());
     let stream_id =
-        Identifier::named(stream).map_err(|e| SendError::rejected(format!("stream name {stream:?}: {e}")))?;
-    let topic_id = Identifier::named(topic).map_err(|e| SendError::rejected(format!("topic name {topic:?}: {e}")))?;
+        Identifier::named(stream).map_err(|e| RequestError::rejected(format!("stream name {stream:?}: {e}")))?;
+    let topic_id =
+        Identifier::named(topic).map_err(|e| RequestError::rejected(format!("topic name {topic:?}: {e}")))?;
 
-    let looking_up = |what: String| move |e| SendError::from_iggy(e).context(format!("looking up {what}"));
+    let looking_up = |what: String| move |e| RequestError::from_iggy(e).context(format!("looking up {what}"));
     if client.get_stream(&stream_id).await.map_err(looking_up(format!("the stream `{stream}`")))?.is_none() {
         if config.create.is_none() {
-            return Err(SendError::failed(format!(
+            return Err(RequestError::failed(format!(
                 "the stream `{stream}` does not exist on the Iggy server at {address}, and auto-creation is off \
                  (add `create = {{ partitions = 1 }}` to this [[sources.streams]] entry, or create it)"
             )));
@@ -69,7 +74,7 @@ async fn lookup_or_create(client: &IggyClient, config: &StreamConfig, address: &
             Ok(_) => tracing::info!(%address, "created the stream `{stream}`"),
             // Someone else (another connector, another host) was quicker: fine.
             Err(IggyError::StreamNameAlreadyExists(_)) => {}
-            Err(e) => return Err(SendError::from_iggy(e).context(format!("creating the stream `{stream}`"))),
+            Err(e) => return Err(RequestError::from_iggy(e).context(format!("creating the stream `{stream}`"))),
         }
     }
 
@@ -81,7 +86,7 @@ async fn lookup_or_create(client: &IggyClient, config: &StreamConfig, address: &
         Some(details) => details,
         None => {
             let Some(create) = &config.create else {
-                return Err(SendError::failed(format!(
+                return Err(RequestError::failed(format!(
                     "the topic `{stream}/{topic}` does not exist on the Iggy server at {address}, and auto-creation is \
                      off (add `create = {{ partitions = 1 }}` to this [[sources.streams]] entry, or create it)"
                 )));
@@ -99,18 +104,20 @@ async fn lookup_or_create(client: &IggyClient, config: &StreamConfig, address: &
                     details
                 }
                 Err(IggyError::TopicNameAlreadyExists(..)) => {
-                    client.get_topic(&stream_id, &topic_id).await.map_err(SendError::from_iggy)?.ok_or_else(|| {
-                        SendError::failed(format!("the topic `{stream}/{topic}` vanished while created"))
-                    })?
+                    client.get_topic(&stream_id, &topic_id).await.map_err(RequestError::from_iggy)?.ok_or_else(
+                        || RequestError::failed(format!("the topic `{stream}/{topic}` vanished while created")),
+                    )?
                 }
-                Err(e) => return Err(SendError::from_iggy(e).context(format!("creating the topic `{stream}/{topic}`"))),
+                Err(e) => {
+                    return Err(RequestError::from_iggy(e).context(format!("creating the topic `{stream}/{topic}`")));
+                }
             }
         }
     };
     let mut partitions: Vec<u32> = details.partitions.iter().map(|p| p.id).collect();
     partitions.sort_unstable();
     if partitions.is_empty() {
-        return Err(SendError::failed(format!("the topic `{stream}/{topic}` has no partitions")));
+        return Err(RequestError::failed(format!("the topic `{stream}/{topic}` has no partitions")));
     }
     Ok(TopicInfo { stream_id, topic_id, partitions })
 }

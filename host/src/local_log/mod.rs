@@ -24,9 +24,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use rusqlite::{Connection, params};
 
-use super::{Delivery, DeliveryError, LogMark, Receipt, Target};
 use crate::batch::Message;
 use crate::config::StreamConfig;
+use crate::delivery::{Delivery, DeliveryError, LogMark, Receipt, Target};
 use crate::sqlite::{self, Database, Format, StoreError};
 
 pub use record::Record;

@@ -1,4 +1,4 @@
-//! The Iggy target: every batch sent to an Apache Iggy server and acknowledged by it
+//! Delivering to Iggy: every batch sent to an Apache Iggy server and acknowledged by it
 //! before the source loop commits the cursor.
 //!
 //! "Delivered" means the server answered the send of every part of the batch, to
@@ -10,22 +10,17 @@
 //! drop the part that had landed. Delivery is at-least-once: this Iggy has no
 //! server-side deduplication (consumers deduplicate by id).
 
-mod connection;
-mod messages;
-mod topics;
-
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use iggy::prelude::{IggyError, MessageClient};
 
-use super::{Delivery, DeliveryError, Receipt, Target};
+use super::connection::Connection;
+use super::error::RequestError;
+use super::messages::{plan, to_iggy};
+use super::topics::Topics;
 use crate::config::{IggyConfig, StreamConfig};
-use connection::Connection;
-use topics::Topics;
-
-pub use messages::{Send, plan, to_iggy};
-pub use topics::TopicInfo;
+use crate::delivery::{Delivery, DeliveryError, Receipt, Target};
 
 /// Delivers to one Iggy server over one connection shared by every connector.
 pub struct IggyTarget {
@@ -47,17 +42,17 @@ impl IggyTarget {
         client: &iggy::prelude::IggyClient,
         stream: &StreamConfig,
         delivery: &Delivery,
-    ) -> Result<(), SendError> {
+    ) -> Result<(), RequestError> {
         let address = self.connection.address();
         let topic = self.topics.ensure(client, stream, address).await?;
-        let sends = plan(&stream.partitioning, &topic, &delivery.messages).map_err(SendError::rejected)?;
+        let sends = plan(&stream.partitioning, &topic, &delivery.messages).map_err(RequestError::rejected)?;
         for send in sends {
             let mut batch = send
                 .messages
                 .iter()
                 .map(|&index| to_iggy(index, &delivery.messages[index]))
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(SendError::rejected)?;
+                .map_err(RequestError::rejected)?;
             let sent = client.send_messages(&topic.stream_id, &topic.topic_id, &send.partitioning, &mut batch).await;
             if let Err(error) = sent {
                 if matches!(
@@ -70,7 +65,7 @@ impl IggyTarget {
                     self.topics.forget(stream).await;
                 }
                 return Err(
-                    SendError::from_iggy(error).context(format!("sending to {}/{}", stream.stream, stream.topic))
+                    RequestError::from_iggy(error).context(format!("sending to {}/{}", stream.stream, stream.topic))
                 );
             }
         }
@@ -119,46 +114,5 @@ impl Drop for AbandonGuard<'_> {
             let why = self.reason.take().unwrap_or_else(|| "a send was abandoned at its timeout".into());
             self.connection.report_broken(self.generation, why);
         }
-    }
-}
-
-/// Why a send failed, and what that says about the connection.
-#[derive(Debug)]
-pub struct SendError {
-    message: String,
-    /// The connection is not to be trusted any more: reconnect.
-    breaks_connection: bool,
-    /// The batch itself is the problem: NACK `rejected`.
-    rejected: bool,
-}
-
-impl SendError {
-    fn failed(message: String) -> Self {
-        SendError { message, breaks_connection: false, rejected: false }
-    }
-
-    fn rejected(message: String) -> Self {
-        SendError { message, breaks_connection: false, rejected: true }
-    }
-
-    fn from_iggy(error: IggyError) -> Self {
-        let breaks_connection = matches!(
-            error,
-            IggyError::Disconnected
-                | IggyError::NotConnected
-                | IggyError::CannotEstablishConnection
-                | IggyError::ConnectionClosed
-                | IggyError::TcpError
-                | IggyError::IoError(_)
-                | IggyError::EmptyResponse
-                | IggyError::Unauthenticated
-                | IggyError::HttpError(_)
-        );
-        SendError { message: error.to_string(), breaks_connection, rejected: false }
-    }
-
-    fn context(mut self, what: String) -> Self {
-        self.message = format!("{what}: {}", self.message);
-        self
     }
 }
