@@ -2,7 +2,7 @@
 //!
 //! The WIT package in `wit/` is compiled into the host. Before a component is run, its
 //! own world is decoded from the binary and compared, function by function and type
-//! by type, with the contract's `source` interface. wasmtime would refuse a mismatch
+//! by type, with the interface of its role (`source` or `sink`). wasmtime would refuse a mismatch
 //! too, but only with a terse link error; this check names the export that is missing
 //! or mistyped and says how, which is what an author or operator needs to fix it.
 
@@ -19,13 +19,52 @@ pub const WIT_FILES: &[(&str, &str)] = &[
     ("sink.wit", include_str!("../../wit/sink.wit")),
 ];
 
-/// The interface a source exports, with the version this host speaks.
-pub const SOURCE_INTERFACE: &str = "iggy:connector/source@0.1.0";
+/// The kinds of connector this host runs: each is a world of the contract, whose
+/// component exports one interface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Source,
+    Sink,
+}
 
-/// The world a source component implements.
-pub const SOURCE_WORLD: &str = "iggy:connector/source-connector@0.1.0";
+impl Role {
+    /// The interface the component exports, with the version this host speaks.
+    pub fn interface(self) -> &'static str {
+        match self {
+            Role::Source => "iggy:connector/source@0.1.0",
+            Role::Sink => "iggy:connector/sink@0.1.0",
+        }
+    }
 
-/// Why a component does not implement the source world.
+    /// The world the component implements.
+    pub fn world(self) -> &'static str {
+        match self {
+            Role::Source => "iggy:connector/source-connector@0.1.0",
+            Role::Sink => "iggy:connector/sink-connector@0.1.0",
+        }
+    }
+
+    /// What a connector of this role is called.
+    pub fn noun(self) -> &'static str {
+        match self {
+            Role::Source => "source",
+            Role::Sink => "sink",
+        }
+    }
+
+    /// The interface's name inside the package.
+    fn interface_name(self) -> &'static str {
+        self.noun()
+    }
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.noun())
+    }
+}
+
+/// Why a component does not implement the world of its role.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ContractError {
     #[error("not a WebAssembly file (it starts with {prefix}; a .wasm file starts with `\\0asm`)")]
@@ -40,16 +79,16 @@ pub enum ContractError {
     #[error("cannot decode the component's world: {0}")]
     Undecodable(String),
     #[error(
-        "it does not export the interface `{SOURCE_INTERFACE}`, so it is not a Ferry source \
-         (it exports: {})", list_or_nothing(.exports)
+        "it does not export the interface `{}`, so it is not a Ferry {role} (it exports: {})",
+        role.interface(), list_or_nothing(.exports)
     )]
-    MissingInterface { exports: Vec<String> },
-    #[error("it exports `{found}`, but this host implements `{SOURCE_INTERFACE}`")]
-    WrongVersion { found: String },
-    #[error("its `{SOURCE_INTERFACE}` export has no function `{function}`")]
-    MissingFunction { function: String },
-    #[error("its function `{function}` of `{SOURCE_INTERFACE}` has the wrong type: {detail}")]
-    Mistyped { function: String, detail: String },
+    MissingInterface { role: Role, exports: Vec<String> },
+    #[error("it exports `{found}`, but this host implements `{}`", role.interface())]
+    WrongVersion { role: Role, found: String },
+    #[error("its `{}` export has no function `{function}`", role.interface())]
+    MissingFunction { role: Role, function: String },
+    #[error("its function `{function}` of `{}` has the wrong type: {detail}", role.interface())]
+    Mistyped { role: Role, function: String, detail: String },
 }
 
 fn list_or_nothing(items: &[String]) -> String {
@@ -60,6 +99,7 @@ fn list_or_nothing(items: &[String]) -> String {
 pub struct Contract {
     resolve: Resolve,
     source: InterfaceId,
+    sink: InterfaceId,
 }
 
 impl Contract {
@@ -73,8 +113,16 @@ impl Contract {
         let mut resolve = Resolve::default();
         let group = sources.parse().expect("the contract's WIT parses");
         let package = resolve.push_group(group).expect("the contract's WIT resolves");
-        let source = resolve.packages[package].interfaces["source"];
-        Contract { resolve, source }
+        let interface = |role: Role| resolve.packages[package].interfaces[role.interface_name()];
+        let (source, sink) = (interface(Role::Source), interface(Role::Sink));
+        Contract { resolve, source, sink }
+    }
+
+    fn interface(&self, role: Role) -> InterfaceId {
+        match role {
+            Role::Source => self.source,
+            Role::Sink => self.sink,
+        }
     }
 }
 
@@ -147,26 +195,38 @@ impl ComponentWorld {
     }
 }
 
-/// Check that `world` exports the contract's `source` interface with every function
-/// typed as the contract says.
-pub fn check_source(world: &ComponentWorld, contract: &Contract) -> Result<(), ContractError> {
-    let unversioned = SOURCE_INTERFACE.split('@').next().unwrap_or(SOURCE_INTERFACE);
+/// The role a component claims, by the interface it exports (of any version); `None`
+/// when it exports neither.
+pub fn role_of(world: &ComponentWorld) -> Option<Role> {
+    [Role::Source, Role::Sink].into_iter().find(|role| {
+        let unversioned = role.interface().split('@').next().unwrap_or_default();
+        world.exported_interface(unversioned).is_some()
+    })
+}
+
+/// Check that `world` exports the interface of `role` with every function typed as
+/// the contract says.
+pub fn check(world: &ComponentWorld, contract: &Contract, role: Role) -> Result<(), ContractError> {
+    let wanted = role.interface();
+    let unversioned = wanted.split('@').next().unwrap_or(wanted);
     let Some((found, actual)) = world.exported_interface(unversioned) else {
-        return Err(ContractError::MissingInterface { exports: world.exports() });
+        return Err(ContractError::MissingInterface { role, exports: world.exports() });
     };
-    if found != SOURCE_INTERFACE {
-        return Err(ContractError::WrongVersion { found });
+    if found != wanted {
+        return Err(ContractError::WrongVersion { role, found });
     }
     let compare = Compare { expected: &contract.resolve, actual: &world.resolve };
-    let expected = &contract.resolve.interfaces[contract.source];
+    let expected = &contract.resolve.interfaces[contract.interface(role)];
     let actual = &world.resolve.interfaces[actual];
     for (name, function) in &expected.functions {
         let Some(found) = actual.functions.get(name) else {
-            return Err(ContractError::MissingFunction { function: name.clone() });
+            return Err(ContractError::MissingFunction { role, function: name.clone() });
         };
-        compare
-            .function(function, found)
-            .map_err(|detail| ContractError::Mistyped { function: name.clone(), detail })?;
+        compare.function(function, found).map_err(|detail| ContractError::Mistyped {
+            role,
+            function: name.clone(),
+            detail,
+        })?;
     }
     Ok(())
 }
@@ -355,13 +415,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_contract_parses_and_has_the_four_functions() {
+    fn the_contract_parses_and_has_the_functions_of_each_role() {
         let contract = Contract::load();
         let source = &contract.resolve.interfaces[contract.source];
         let mut names: Vec<_> = source.functions.keys().cloned().collect();
         names.sort();
         assert_eq!(names, ["close", "on-batch-result", "open", "poll"]);
-        assert_eq!(contract.resolve.id_of(contract.source).as_deref(), Some(SOURCE_INTERFACE));
+        assert_eq!(contract.resolve.id_of(contract.source).as_deref(), Some(Role::Source.interface()));
+        let sink = &contract.resolve.interfaces[contract.sink];
+        let mut names: Vec<_> = sink.functions.keys().cloned().collect();
+        names.sort();
+        assert_eq!(names, ["close", "open", "write"]);
+        assert_eq!(contract.resolve.id_of(contract.sink).as_deref(), Some(Role::Sink.interface()));
     }
 
     #[test]

@@ -18,12 +18,13 @@ use std::time::Duration;
 
 use tracing::Instrument;
 
-use crate::config::{Allocator, ByteSize, Config, ConfigError, IggyConfig};
+use crate::config::{Allocator, ByteSize, Config, ConfigError, ConnectorConfig, IggyConfig};
 use crate::delivery::Target;
 use crate::iggy::IggyTarget;
 use crate::local_log::LocalLog;
 use crate::runtime::{
-    CheckedSource, Compiler, EngineOptions, LoadError, PendingComponent, PoolSize, Runtime, Sandbox, SourceComponent,
+    CheckedComponent, Compiler, ConnectorComponent, EngineOptions, LoadError, PendingComponent, PoolSize, Runtime,
+    Sandbox, SourceWorld, World,
 };
 use crate::shutdown::{self, Shutdown};
 use crate::source::{SourceConnector, SourceSettings, supervise};
@@ -112,13 +113,13 @@ impl Host {
             }
         }
         let mut state_dirs: HashMap<PathBuf, StateDir> = HashMap::new();
-        let mut components: HashMap<PathBuf, PendingComponent> = HashMap::new();
+        let mut components: HashMap<PathBuf, PendingComponent<SourceWorld>> = HashMap::new();
         for source in config.sources.iter().filter(|s| s.enabled) {
             let component = match components.get(&source.path) {
                 Some(component) => component.clone(),
                 None => {
                     let checked = runtime
-                        .check_source(&source.path, config.runtime.max_component_bytes.bytes())
+                        .check::<SourceWorld>(&source.path, config.runtime.max_component_bytes.bytes())
                         .map_err(|problem| SetupError::Component { key: source.key.clone(), problem })?;
                     let span = status::connector_span(&source.key, source.tenant.as_deref());
                     let component = compile_in_background(runtime.clone(), checked).instrument(span);
@@ -235,7 +236,7 @@ impl Host {
 /// and a pool sized for the enabled connectors.
 pub fn engine_options(config: &Config) -> EngineOptions {
     EngineOptions {
-        fuel: config.sources.iter().any(|s| s.enabled && s.limits.fuel.is_some()),
+        fuel: config.connectors().any(|c| c.enabled() && c.limits().fuel.is_some()),
         allocator: config.runtime.allocator,
         pool: PoolSize { instances: config.pool_slots(), max_memory_bytes: config.largest_memory().bytes() },
     }
@@ -243,13 +244,13 @@ pub fn engine_options(config: &Config) -> EngineOptions {
 
 /// Compile a checked component, saying so in the log (inside the span of the first
 /// connector that uses it).
-async fn compile_in_background(
+async fn compile_in_background<W: World>(
     runtime: Arc<Runtime>,
-    checked: CheckedSource,
-) -> Result<Arc<SourceComponent>, LoadError> {
+    checked: CheckedComponent<W>,
+) -> Result<Arc<ConnectorComponent<W>>, LoadError> {
     let started = std::time::Instant::now();
     tracing::info!(path = %checked.path().display(), "compiling component");
-    let compiled = runtime.compile_source(checked).await;
+    let compiled = runtime.compile(checked).await;
     if compiled.is_ok() {
         tracing::info!("component compiled in {:.0?}", started.elapsed());
     }

@@ -5,13 +5,16 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use crate::config::{Config, RuntimeConfig};
-use crate::contract::{self, ComponentWorld, Contract, SOURCE_WORLD};
+use crate::contract::{self, ComponentWorld, Contract, Role};
+use crate::files;
 use crate::grants::{self, Verdict};
-use crate::runtime::Runtime;
+use crate::runtime::{LoadError, Runtime, SinkWorld, SourceWorld, World};
 use anyhow::{Context, Result, bail};
 
 pub fn inspect(path: &Path, wit: bool, grants_of: Option<(&Path, &str)>) -> Result<ExitCode> {
-    let bytes = std::fs::read(path).with_context(|| format!("{}: cannot read the component", path.display()))?;
+    let settings = RuntimeConfig::default();
+    let limit = "[runtime] max_component_bytes";
+    let bytes = files::read_regular(path, settings.max_component_bytes.bytes(), "the component", limit)?;
     let world = ComponentWorld::decode(&bytes).with_context(|| path.display().to_string())?;
     println!("component: {} ({} bytes)", path.display(), bytes.len());
     println!("imports:");
@@ -28,26 +31,40 @@ pub fn inspect(path: &Path, wit: bool, grants_of: Option<(&Path, &str)>) -> Resu
     if let Some((config_path, key)) = grants_of {
         print_grants(&world, config_path, key)?;
     }
-    if let Err(problem) = contract::check_source(&world, &Contract::load()) {
-        println!("source: no: {problem}");
+    // A component is judged as what it claims to be; one that claims nothing is
+    // told what a source would need.
+    let role = contract::role_of(&world).unwrap_or(Role::Source);
+    if let Err(problem) = contract::check(&world, &Contract::load(), role) {
+        println!("{role}: no: {problem}");
         return Ok(ExitCode::FAILURE);
     }
-    let settings = RuntimeConfig::default();
     let runtime = Runtime::new()?.with_compiler(super::run::isolated_compiler(&settings)?);
-    let loaded = tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
-        let checked = runtime.check_source(path, settings.max_component_bytes.bytes())?;
-        runtime.compile_source(checked).await
-    });
+    let loaded = match role {
+        Role::Source => compiles::<SourceWorld>(&runtime, path, &settings),
+        Role::Sink => compiles::<SinkWorld>(&runtime, path, &settings),
+    };
     match loaded {
-        Ok(_) => {
-            println!("source: yes: implements {SOURCE_WORLD}, compiles and links");
+        Ok(()) => {
+            println!("{role}: yes: implements {}, compiles and links", role.world());
             Ok(ExitCode::SUCCESS)
         }
         Err(problem) => {
-            println!("source: no: {problem}");
+            println!("{role}: no: {problem}");
             Ok(ExitCode::FAILURE)
         }
     }
+}
+
+/// Check and compile the component as `ferry run` would.
+fn compiles<W: World>(runtime: &Runtime, path: &Path, settings: &RuntimeConfig) -> Result<(), LoadError> {
+    let tokio = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| LoadError::Compile {
+        path: path.to_path_buf(),
+        message: format!("cannot start a runtime to compile: {e}"),
+    })?;
+    tokio.block_on(async {
+        let checked = runtime.check::<W>(path, settings.max_component_bytes.bytes())?;
+        runtime.compile(checked).await.map(|_| ())
+    })
 }
 
 /// Each import, granted or denied under connector `key`'s grants.

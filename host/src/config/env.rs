@@ -26,7 +26,7 @@ pub const ENV_PREFIX: &str = "FERRY__";
 
 /// The top-level lists whose entries overrides address by `key`. Naming one the file
 /// does not have is an error saying so, rather than a table created in its place.
-const KEYED_LISTS: &[&str] = &["sources", "tenants"];
+const KEYED_LISTS: &[&str] = &["sources", "sinks", "tenants"];
 
 /// One `FERRY__...` variable.
 #[derive(Debug, Clone)]

@@ -24,7 +24,7 @@ use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 
 use super::env::variable_form;
-use super::{Allocator, Config, ConfigError, MAX_POOL_RESERVATION};
+use super::{Allocator, Config, ConfigError, ConnectorConfig, MAX_POOL_RESERVATION};
 use crate::backoff::Backoff;
 use crate::runtime::limits::EPOCH_TICK;
 

@@ -29,14 +29,16 @@
 
 mod bounds;
 mod bytesize;
+mod connector;
 mod duration;
 mod env;
 mod iggy;
 mod sandbox;
+mod sink;
+mod source;
 mod tenant;
 mod validate;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -46,9 +48,12 @@ use crate::files;
 
 pub use bounds::MAX_POOL_RESERVATION;
 pub use bytesize::ByteSize;
+pub use connector::ConnectorConfig;
 pub use env::ENV_PREFIX;
 pub use iggy::{Credentials, IggyConfig, Secret, TlsConfig, Transport};
 pub use sandbox::{DirGrant, Grants, Limits, SecretSource, split_host_port};
+pub use sink::{SinkConfig, SinkStreamConfig};
+pub use source::{CreateTopic, Partitioning, SourceConfig, StreamConfig};
 pub use tenant::{TenantConfig, TenantIggy};
 
 /// The most a config file may hold: `ferry run /dev/zero` must not read forever, and
@@ -83,6 +88,8 @@ pub struct Config {
     pub tenants: Vec<TenantConfig>,
     #[serde(default)]
     pub sources: Vec<SourceConfig>,
+    #[serde(default)]
+    pub sinks: Vec<SinkConfig>,
     /// The file this came from.
     #[serde(skip)]
     pub file: PathBuf,
@@ -161,55 +168,6 @@ impl Default for LocalLogConfig {
     }
 }
 
-/// `[[sources]]`: one source connector.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SourceConfig {
-    /// Unique name of the connector; names its state and its log lines.
-    pub key: String,
-    #[serde(default = "yes")]
-    pub enabled: bool,
-    /// A display name for status output.
-    #[serde(default)]
-    pub name: Option<String>,
-    /// The `[[tenants]]` entry this connector belongs to.
-    #[serde(default)]
-    pub tenant: Option<String>,
-    /// The component (`.wasm`) implementing the source world.
-    pub path: PathBuf,
-    /// Where its batches go. Every batch goes to every entry.
-    #[serde(default)]
-    pub streams: Vec<StreamConfig>,
-    /// Settings for the guest, handed to its `open` as JSON.
-    #[serde(default)]
-    pub plugin_config: Option<toml::Table>,
-    /// How long to wait before polling again after the guest had nothing.
-    #[serde(default = "default_poll_interval", with = "duration")]
-    pub poll_interval: Duration,
-    /// How long one delivery may take before it counts as failed (NACK `timed-out`).
-    #[serde(default = "default_delivery_timeout", with = "duration")]
-    pub delivery_timeout: Duration,
-    /// After this many NACKs or guest errors in a row the connector is marked failed
-    /// and restarted from its committed state.
-    #[serde(default = "default_max_consecutive_nacks")]
-    pub max_consecutive_nacks: u32,
-    /// The pause after a NACK before polling again.
-    #[serde(default = "default_nack_backoff")]
-    pub nack_backoff: BackoffConfig,
-    /// The pause before restarting a failed or trapped instance.
-    #[serde(default = "default_restart_backoff")]
-    pub restart_backoff: BackoffConfig,
-    /// What the guest may use: memory, time, batch sizes, log lines.
-    #[serde(default)]
-    pub limits: Limits,
-    /// What the guest may reach beyond clocks, random and its log (nothing by default).
-    #[serde(default)]
-    pub grants: Grants,
-    /// Values the host reads and adds to `plugin_config` under these names.
-    #[serde(default)]
-    pub secrets: BTreeMap<String, SecretSource>,
-}
-
 /// A capped exponential backoff: `initial`, doubling up to `max`.
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
@@ -218,93 +176,6 @@ pub struct BackoffConfig {
     pub initial: Duration,
     #[serde(with = "duration")]
     pub max: Duration,
-}
-
-/// `[[sources.streams]]`: a stream and topic a source delivers to.
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-pub struct StreamConfig {
-    pub stream: String,
-    pub topic: String,
-    /// Which partition of the topic each message goes to (Iggy only).
-    #[serde(default)]
-    pub partitioning: Partitioning,
-    /// Create the stream and topic when they do not exist (Iggy only). Without it, a
-    /// missing stream or topic is an error.
-    #[serde(default)]
-    pub create: Option<CreateTopic>,
-}
-
-impl StreamConfig {
-    /// A stream/topic with default partitioning and no auto-creation.
-    pub fn new(stream: impl Into<String>, topic: impl Into<String>) -> Self {
-        StreamConfig { stream: stream.into(), topic: topic.into(), partitioning: Partitioning::Balanced, create: None }
-    }
-}
-
-/// `partitioning = "balanced" | "message_id" | { partition_id = N } | { header = "KEY" }`.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum Partitioning {
-    /// The server spreads batches over the partitions.
-    #[default]
-    Balanced,
-    /// Every message to this partition.
-    PartitionId(u32),
-    /// The message id is the partitioning key: the same id, the same partition.
-    MessageId,
-    /// The value of this header is the partitioning key; a message without it is
-    /// refused.
-    Header(String),
-}
-
-/// `create = { partitions = 3, retention = "7d" }`: what to create when missing.
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-pub struct CreateTopic {
-    #[serde(default = "one")]
-    pub partitions: u32,
-    /// How long messages are kept; absent means the server's default.
-    #[serde(default, with = "duration::optional")]
-    pub retention: Option<Duration>,
-    /// Whether the server fsyncs what it writes to the topic (absent: the server's
-    /// default, no).
-    #[serde(default)]
-    pub enforce_fsync: Option<bool>,
-    /// After how many messages the server writes the topic to disk (absent: the
-    /// server's default, 1024). The server acknowledges a send once it holds it in
-    /// memory, so only with `enforce_fsync = true` and `messages_required_to_save = 1`
-    /// does every delivered batch survive the *server* being killed.
-    #[serde(default)]
-    pub messages_required_to_save: Option<u32>,
-}
-
-fn one() -> u32 {
-    1
-}
-
-fn yes() -> bool {
-    true
-}
-
-fn default_poll_interval() -> Duration {
-    Duration::from_millis(100)
-}
-
-fn default_delivery_timeout() -> Duration {
-    Duration::from_secs(5)
-}
-
-fn default_max_consecutive_nacks() -> u32 {
-    5
-}
-
-fn default_nack_backoff() -> BackoffConfig {
-    BackoffConfig { initial: Duration::from_millis(100), max: Duration::from_secs(10) }
-}
-
-fn default_restart_backoff() -> BackoffConfig {
-    BackoffConfig { initial: Duration::from_millis(500), max: Duration::from_secs(30) }
 }
 
 impl Config {
@@ -372,16 +243,9 @@ impl Config {
                 resolve(path);
             }
         }
-        for source in &mut self.sources {
-            resolve(&mut source.path);
-            for dir in &mut source.grants.dirs {
-                resolve(&mut dir.host);
-            }
-            for secret in source.secrets.values_mut() {
-                if let SecretSource::File(path) = secret {
-                    resolve(path);
-                }
-            }
+        let sources = self.sources.iter_mut().map(|s| s as &mut dyn ConnectorConfig);
+        for connector in sources.chain(self.sinks.iter_mut().map(|s| s as &mut dyn ConnectorConfig)) {
+            connector.paths_mut().into_iter().for_each(resolve);
         }
         for tenant in &mut self.tenants {
             if let Some(path) = tenant.iggy.as_mut().and_then(|i| i.token_file.as_mut()) {
@@ -395,6 +259,22 @@ impl Config {
         self.sources.iter().find(|s| s.key == key)
     }
 
+    /// The sink with this key.
+    pub fn sink(&self, key: &str) -> Option<&SinkConfig> {
+        self.sinks.iter().find(|s| s.key == key)
+    }
+
+    /// Every connector, sources then sinks.
+    pub fn connectors(&self) -> impl Iterator<Item = &dyn ConnectorConfig> {
+        let sources = self.sources.iter().map(|s| s as &dyn ConnectorConfig);
+        sources.chain(self.sinks.iter().map(|s| s as &dyn ConnectorConfig))
+    }
+
+    /// The connector with this key, of whatever role.
+    pub fn connector(&self, key: &str) -> Option<&dyn ConnectorConfig> {
+        self.connectors().find(|c| c.key() == key)
+    }
+
     /// The tenant with this key.
     pub fn tenant(&self, key: &str) -> Option<&TenantConfig> {
         self.tenants.iter().find(|t| t.key == key)
@@ -403,56 +283,31 @@ impl Config {
     /// The slots the pooling allocator reserves: one live instance per enabled
     /// connector, and room for a restart to begin before the old instance is gone.
     pub fn pool_slots(&self) -> u32 {
-        let enabled = self.sources.iter().filter(|s| s.enabled).count();
+        let enabled = self.connectors().filter(|c| c.enabled()).count();
         u32::try_from(enabled).unwrap_or(u32::MAX).saturating_mul(2).saturating_add(4)
     }
 
     /// The largest `limits.memory` of the enabled connectors: the size of each pool
     /// slot (the default limit when none is enabled).
     pub fn largest_memory(&self) -> ByteSize {
-        let enabled = self.sources.iter().filter(|s| s.enabled);
-        enabled.map(|s| s.limits.memory).max().unwrap_or(Limits::default().memory)
+        let enabled = self.connectors().filter(|c| c.enabled());
+        enabled.map(|c| c.limits().memory).max().unwrap_or(Limits::default().memory)
     }
 
-    /// Where the committed cursor of `source` lives: the tenant's namespace, or the
-    /// top of the state directory for connectors without a tenant.
-    pub fn state_dir_of(&self, source: &SourceConfig) -> PathBuf {
-        match &source.tenant {
+    /// Where the committed state of `connector` lives: the tenant's namespace, or
+    /// the top of the state directory for connectors without a tenant.
+    pub fn state_dir_of(&self, connector: &dyn ConnectorConfig) -> PathBuf {
+        match connector.tenant() {
             Some(tenant) => self.state.path.join("tenants").join(tenant),
             None => self.state.path.clone(),
         }
     }
 }
 
-impl SourceConfig {
-    /// The guest's `plugin_config` as the JSON document its `open` receives, with
-    /// its secrets read and added. The error names the secret and where it was
-    /// looked for, never a value.
-    pub fn plugin_config_json(&self) -> Result<String, String> {
-        let mut document = match &self.plugin_config {
-            Some(table) => serde_json::to_value(table).map_err(|e| format!("plugin_config: {e}"))?,
-            None => serde_json::Value::Object(Default::default()),
-        };
-        let object = document.as_object_mut().expect("a TOML table becomes a JSON object");
-        for (name, source) in &self.secrets {
-            let value = match source {
-                SecretSource::Env(variable) => std::env::var(variable)
-                    .map_err(|_| format!("secrets.{name}: the environment variable {variable} is not set"))?,
-                SecretSource::File(path) => {
-                    let text = read_secret_file(path).map_err(|problem| format!("secrets.{name}: {problem}"))?;
-                    text.strip_suffix('\n').unwrap_or(&text).to_string()
-                }
-            };
-            object.insert(name.clone(), serde_json::Value::String(value));
-        }
-        Ok(document.to_string())
-    }
-}
-
 /// Read a file holding a secret (`secrets.x = { file = ... }`, `token_file`): a
 /// regular file, at most [`MAX_SECRET_BYTES`], UTF-8. The error names the path and
 /// the problem, never a byte of what the file holds.
-fn read_secret_file(path: &Path) -> Result<String, String> {
+pub(super) fn read_secret_file(path: &Path) -> Result<String, String> {
     files::read_regular_text(path, MAX_SECRET_BYTES, "secret", "the limit for a secret's file")
         .map_err(|e| format!("{}: {}", e.path.display(), e.problem))
 }

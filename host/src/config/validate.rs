@@ -8,7 +8,10 @@ use iggy_common::MAX_PARTITIONS_COUNT;
 
 use super::duration::show;
 use super::env::variable_form;
-use super::{Allocator, BackoffConfig, ByteSize, Config, Grants, Limits, RuntimeConfig, SourceConfig, bounds};
+use super::{
+    Allocator, BackoffConfig, ByteSize, Config, ConnectorConfig, Grants, Limits, RuntimeConfig, SinkConfig,
+    SourceConfig, bounds,
+};
 use crate::files;
 
 /// Connector keys name files and log spans: keep them to a safe alphabet.
@@ -55,19 +58,35 @@ pub fn validate(config: &Config) -> Result<(), String> {
             iggy.with_credentials_of(own).credentials().map_err(|p| at("[tenants.iggy]", p))?;
         }
     }
-    for (index, source) in config.sources.iter().enumerate() {
-        valid_key(&source.key).map_err(|p| format!("sources[{index}]: key {:?} {p}", source.key))?;
+    // Sources and sinks share one namespace of keys: state files, status and log
+    // lines are named by them.
+    let places: Vec<(String, &dyn ConnectorConfig)> = config
+        .sources
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (format!("sources[{i}]"), s as &dyn ConnectorConfig))
+        .chain(config.sinks.iter().enumerate().map(|(i, s)| (format!("sinks[{i}]"), s as &dyn ConnectorConfig)))
+        .collect();
+    for (place, connector) in &places {
+        valid_key(connector.key()).map_err(|p| format!("{place}: key {:?} {p}", connector.key()))?;
     }
-    // Sinks will share this namespace: chain their keys in here.
-    distinct_keys(config.sources.iter().enumerate().map(|(i, s)| (format!("sources[{i}]"), s.key.as_str())))?;
-    for (index, source) in config.sources.iter().enumerate() {
-        let at = |what: &str, problem: String| format!("sources[{index}] (key `{}`): {what}: {problem}", source.key);
-        if let Some(tenant) = &source.tenant
+    distinct_keys(places.iter().map(|(place, c)| (place.clone(), c.key())))?;
+    for (place, connector) in &places {
+        let at = |what: &str, problem: String| format!("{place} (key `{}`): {what}: {problem}", connector.key());
+        if let Some(tenant) = connector.tenant()
             && config.tenant(tenant).is_none()
         {
             return Err(at("tenant", format!("no [[tenants]] entry has key `{tenant}`")));
         }
+        validate_connector(*connector).map_err(|(what, problem)| at(what, problem))?;
+    }
+    for (index, source) in config.sources.iter().enumerate() {
+        let at = |what: &str, problem: String| format!("sources[{index}] (key `{}`): {what}: {problem}", source.key);
         validate_source(source).map_err(|(what, problem)| at(what, problem))?;
+    }
+    for (index, sink) in config.sinks.iter().enumerate() {
+        let at = |what: &str, problem: String| format!("sinks[{index}] (key `{}`): {what}: {problem}", sink.key);
+        validate_sink(sink).map_err(|(what, problem)| at(what, problem))?;
     }
     validate_tenant_totals(config)?;
     validate_pool(config)
@@ -146,7 +165,7 @@ fn validate_pool(config: &Config) -> Result<(), String> {
 fn validate_tenant_totals(config: &Config) -> Result<(), String> {
     for tenant in &config.tenants {
         let members: Vec<_> =
-            config.sources.iter().filter(|s| s.enabled && s.tenant.as_deref() == Some(&tenant.key)).collect();
+            config.connectors().filter(|c| c.enabled() && c.tenant() == Some(tenant.key.as_str())).collect();
         if let Some(max) = tenant.max_connectors
             && members.len() > max as usize
         {
@@ -157,7 +176,7 @@ fn validate_tenant_totals(config: &Config) -> Result<(), String> {
             ));
         }
         if let Some(max) = tenant.max_memory {
-            let total = members.iter().fold(0u64, |sum, s| sum.saturating_add(s.limits.memory.bytes()));
+            let total = members.iter().fold(0u64, |sum, c| sum.saturating_add(c.limits().memory.bytes()));
             if total > max.bytes() {
                 return Err(format!(
                     "tenant `{}`: its connectors' limits.memory add up to {}, more than its max_memory ({max})",
@@ -251,20 +270,70 @@ fn validate_source(source: &SourceConfig) -> Result<(), (&'static str, String)> 
             return Err(("streams", format!("{}/{} is listed twice", stream.stream, stream.topic)));
         }
     }
+    check_backoff(&source.nack_backoff).map_err(|p| ("nack_backoff", p))?;
+    Ok(())
+}
+
+fn validate_sink(sink: &SinkConfig) -> Result<(), (&'static str, String)> {
+    if sink.enabled && sink.topics().next().is_none() {
+        return Err(("streams", "at least one [[sinks.streams]] entry with topics is required".into()));
+    }
+    let mut seen = Vec::new();
+    for (stream, topic) in sink.topics() {
+        valid_name(stream).map_err(|p| ("streams.stream", format!("{stream:?} {p}")))?;
+        valid_name(topic).map_err(|p| ("streams.topics", format!("{topic:?} {p}")))?;
+        if seen.contains(&(stream, topic)) {
+            return Err(("streams", format!("{stream}/{topic} is listed twice")));
+        }
+        seen.push((stream, topic));
+    }
+    if sink.batch_length == 0 {
+        return Err(("batch_length", "must be at least 1".into()));
+    }
+    if sink.batch_length > sink.limits.max_messages_per_batch {
+        return Err((
+            "batch_length",
+            format!(
+                "{} is more than limits.max_messages_per_batch ({}), the most a batch may hold",
+                sink.batch_length, sink.limits.max_messages_per_batch
+            ),
+        ));
+    }
+    if let Some(group) = &sink.consumer_group {
+        valid_name(group).map_err(|p| ("consumer_group", format!("{group:?} {p}")))?;
+    }
+    if let Some(dead) = &sink.dead_letters {
+        valid_name(&dead.stream).map_err(|p| ("dead_letters.stream", format!("{:?} {p}", dead.stream)))?;
+        valid_name(&dead.topic).map_err(|p| ("dead_letters.topic", format!("{:?} {p}", dead.topic)))?;
+        if seen.contains(&(dead.stream.as_str(), dead.topic.as_str())) {
+            return Err((
+                "dead_letters",
+                format!(
+                    "{}/{} is also a topic the sink reads: its dead letters would come back to it",
+                    dead.stream, dead.topic
+                ),
+            ));
+        }
+    }
+    check_backoff(&sink.retry_backoff).map_err(|p| ("retry_backoff", p))?;
+    Ok(())
+}
+
+/// What every connector has, whatever its role.
+fn validate_connector(connector: &dyn ConnectorConfig) -> Result<(), (&'static str, String)> {
     bounds::check_all(&[
-        ("poll_interval", source.poll_interval, bounds::TIMER),
-        ("delivery_timeout", source.delivery_timeout, bounds::TIMER),
-        ("limits.call_timeout", source.limits.call_timeout, bounds::CALL_TIMEOUT),
+        ("poll_interval", connector.poll_interval(), bounds::TIMER),
+        ("delivery_timeout", connector.delivery_timeout(), bounds::TIMER),
+        ("limits.call_timeout", connector.limits().call_timeout, bounds::CALL_TIMEOUT),
     ])?;
-    if source.max_consecutive_nacks == 0 {
+    if connector.max_consecutive_nacks() == 0 {
         return Err(("max_consecutive_nacks", "must be at least 1".into()));
     }
-    check_backoff(&source.nack_backoff).map_err(|p| ("nack_backoff", p))?;
-    check_backoff(&source.restart_backoff).map_err(|p| ("restart_backoff", p))?;
-    validate_limits(&source.limits)?;
-    validate_grants(&source.grants)?;
-    if let Some(plugin_config) = &source.plugin_config
-        && let Some(name) = source.secrets.keys().find(|name| plugin_config.contains_key(name.as_str()))
+    check_backoff(&connector.restart_backoff()).map_err(|p| ("restart_backoff", p))?;
+    validate_limits(connector.limits())?;
+    validate_grants(connector.grants())?;
+    if let Some(plugin_config) = connector.plugin_config()
+        && let Some(name) = connector.secrets().keys().find(|name| plugin_config.contains_key(name.as_str()))
     {
         return Err(("secrets", format!("`{name}` is also a key of plugin_config; a secret must not overwrite it")));
     }

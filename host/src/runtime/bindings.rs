@@ -1,14 +1,32 @@
-//! Host-side bindings generated from the contract in `wit/`.
+//! Host-side bindings generated from the contract in `wit/`: one module per world,
+//! sharing the `types` and `logging` interfaces (one set of Rust types for what
+//! crosses the boundary, one logging import linked once for every guest).
 //!
 //! Exports are async so that a guest call yields to tokio whenever the guest blocks
 //! in WASI (a clock wait, say) instead of holding a runtime thread.
 
-wasmtime::component::bindgen!({
-    path: "../wit",
-    world: "source-connector",
-    exports: { default: async },
-});
+mod source_world {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "source-connector",
+        exports: { default: async },
+    });
+}
 
-pub use self::iggy::connector::logging;
-pub use self::iggy::connector::types;
-pub use exports::iggy::connector::source as source_export;
+mod sink_world {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "sink-connector",
+        exports: { default: async },
+        with: {
+            "iggy:connector/types": super::source_world::iggy::connector::types,
+            "iggy:connector/logging": super::source_world::iggy::connector::logging,
+        },
+    });
+}
+
+pub use sink_world::exports::iggy::connector::sink as sink_export;
+pub use sink_world::{SinkConnector, SinkConnectorPre};
+pub use source_world::exports::iggy::connector::source as source_export;
+pub use source_world::iggy::connector::{logging, types};
+pub use source_world::{SourceConnector, SourceConnectorPre};

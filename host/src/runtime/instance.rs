@@ -1,6 +1,8 @@
-//! One live guest instance and the four calls of the contract.
+//! One live guest instance in its store, and how every call into it is made.
 //!
-//! A call either returns what the guest returned, or fails with [`CallError`]:
+//! [`GuestStore`] is what a source's and a sink's instances share (see
+//! [`super::source_instance`] and [`super::sink_instance`] for their calls). A call
+//! either returns what the guest returned, or fails with [`CallError`]:
 //! the guest reported an error (the instance is fine), or it trapped (a panic,
 //! `unreachable`, an out-of-bounds access, running out of time or fuel, a host-side
 //! failure during the call). A trapped instance is never called again: its state may
@@ -19,8 +21,7 @@ use std::time::Duration;
 
 use wasmtime::Store;
 
-use super::bindings::SourceConnector;
-use super::bindings::types::{Batch, BatchResult, Error};
+use super::bindings::types::Error;
 use super::context::GuestContext;
 use super::limits::CallTimedOut;
 use crate::guest_text::{self, MAX_MESSAGE};
@@ -62,63 +63,31 @@ fn trap_summary(error: &wasmtime::Error) -> String {
 const HOSTCALL_FUEL_EXHAUSTED: &str = "fuel allocated for hostcalls has been exhausted";
 
 /// The guest's `error`, made safe to print.
-fn failed(call: &'static str, error: Error) -> CallError {
+pub(super) fn failed(call: &'static str, error: Error) -> CallError {
     CallError::Failed { call, message: guest_text::clean(&error.message, MAX_MESSAGE) }
 }
 
-/// A guest instance in its own store.
-pub struct SourceInstance {
+/// A guest instance's store, and the bookkeeping around each call.
+pub struct GuestStore {
     store: Store<GuestContext>,
-    bindings: SourceConnector,
     /// Fuel each call starts with, when the engine meters fuel.
     fuel_per_call: Option<u64>,
     fuel_consumed: Arc<AtomicU64>,
 }
 
-impl SourceInstance {
-    pub(super) fn new(
-        store: Store<GuestContext>,
-        bindings: SourceConnector,
-        fuel_per_call: Option<u64>,
-        fuel_consumed: Arc<AtomicU64>,
-    ) -> Self {
-        SourceInstance { store, bindings, fuel_per_call, fuel_consumed }
+impl GuestStore {
+    pub(super) fn new(store: Store<GuestContext>, fuel_per_call: Option<u64>, fuel_consumed: Arc<AtomicU64>) -> Self {
+        GuestStore { store, fuel_per_call, fuel_consumed }
     }
 
-    pub async fn open(&mut self, config: &str, committed_state: Option<&[u8]>) -> Result<(), CallError> {
-        let timeout = self.begin_call("open")?;
-        let guest = self.bindings.iggy_connector_source();
-        let result = within(timeout, "open", guest.call_open(&mut self.store, config, committed_state)).await;
-        self.end_call();
-        result?.map_err(|e| failed("open", e))
+    /// The store, to instantiate in and to call into.
+    pub(super) fn store(&mut self) -> &mut Store<GuestContext> {
+        &mut self.store
     }
 
-    pub async fn poll(&mut self) -> Result<Option<Batch>, CallError> {
-        let timeout = self.begin_call("poll")?;
-        let guest = self.bindings.iggy_connector_source();
-        let result = within(timeout, "poll", guest.call_poll(&mut self.store)).await;
-        self.end_call();
-        result?.map_err(|e| failed("poll", e))
-    }
-
-    pub async fn on_batch_result(&mut self, id: u64, result: &BatchResult) -> Result<(), CallError> {
-        let timeout = self.begin_call("on-batch-result")?;
-        let guest = self.bindings.iggy_connector_source();
-        let outcome = within(timeout, "on-batch-result", guest.call_on_batch_result(&mut self.store, id, result)).await;
-        self.end_call();
-        outcome
-    }
-
-    pub async fn close(&mut self) -> Result<(), CallError> {
-        let timeout = self.begin_call("close")?;
-        let guest = self.bindings.iggy_connector_source();
-        let outcome = within(timeout, "close", guest.call_close(&mut self.store)).await;
-        self.end_call();
-        outcome
-    }
-
-    /// Restart the call clock and refill the fuel; the call's time limit.
-    fn begin_call(&mut self, call: &'static str) -> Result<Duration, CallError> {
+    /// A call begins: the clock restarted, the fuel refilled. Returns how long the
+    /// call may take; run it with [`within`], then [`GuestStore::end_call`].
+    pub(super) fn begin_call(&mut self, call: &'static str) -> Result<Duration, CallError> {
         self.store.data_mut().clock.start();
         if let Some(fuel) = self.fuel_per_call {
             self.store.set_fuel(fuel).map_err(|error| CallError::Trapped { call, error })?;
@@ -126,8 +95,8 @@ impl SourceInstance {
         Ok(self.store.data().clock.timeout())
     }
 
-    /// Count the fuel the call burnt.
-    fn end_call(&mut self) {
+    /// The call ended: count the fuel it burnt.
+    pub(super) fn end_call(&mut self) {
         if let Some(budget) = self.fuel_per_call {
             let left = self.store.get_fuel().unwrap_or(0);
             self.fuel_consumed.fetch_add(budget.saturating_sub(left), Ordering::Relaxed);
@@ -136,7 +105,7 @@ impl SourceInstance {
 }
 
 /// Run one call, bounded by `timeout` even while the guest waits in a host call.
-async fn within<R>(
+pub(super) async fn within<R>(
     timeout: Duration,
     call: &'static str,
     future: impl Future<Output = wasmtime::Result<R>>,

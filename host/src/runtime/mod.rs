@@ -9,7 +9,11 @@ mod engine;
 pub mod instance;
 pub mod limits;
 mod pending;
+mod sink_instance;
+mod source_instance;
+mod world;
 
+use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
@@ -21,13 +25,15 @@ use crate::config::{Grants, Limits};
 use crate::contract::{self, ComponentWorld, Contract, ContractError};
 use crate::files::{self, FileError};
 use crate::grants::{self, logging::GuestLog};
-use bindings::SourceConnectorPre;
 pub use compile::{CompileFailure, Compiler, Isolation};
 use context::GuestContext;
 pub use engine::{EngineOptions, PoolSize};
-pub use instance::{CallError, SourceInstance};
+pub use instance::{CallError, GuestStore};
 use limits::{CallClock, MemoryLimiter};
 pub use pending::PendingComponent;
+pub use sink_instance::SinkInstance;
+pub use source_instance::SourceInstance;
+pub use world::{SinkWorld, SourceWorld, World};
 
 /// What one connector's instances may use and reach.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -36,7 +42,7 @@ pub struct Sandbox {
     pub grants: Grants,
 }
 
-/// Why a component cannot be used as a source. Always names the file.
+/// Why a component cannot be used. Always names the file.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
     #[error("{0}")]
@@ -51,28 +57,29 @@ pub enum LoadError {
     Link { path: PathBuf, message: String },
 }
 
-/// A component read and checked against the contract, not compiled yet.
-pub struct CheckedSource {
+/// A component read and checked against the contract of world `W`, not compiled yet.
+pub struct CheckedComponent<W> {
     path: PathBuf,
     bytes: Vec<u8>,
     imports: Vec<String>,
+    world: PhantomData<W>,
 }
 
-impl CheckedSource {
+impl<W> CheckedComponent<W> {
     pub fn path(&self) -> &Path {
         &self.path
     }
 }
 
-/// A source component, compiled and checked, ready to be instantiated any number of
-/// times (every restart makes a fresh instance from it).
-pub struct SourceComponent {
+/// A connector component of world `W`, compiled, checked and linked, ready to be
+/// instantiated any number of times (every restart makes a fresh instance from it).
+pub struct ConnectorComponent<W: World> {
     path: PathBuf,
-    pre: SourceConnectorPre<GuestContext>,
+    pre: W::Pre,
     imports: Vec<String>,
 }
 
-impl SourceComponent {
+impl<W: World> ConnectorComponent<W> {
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -83,7 +90,10 @@ impl SourceComponent {
     }
 }
 
-/// The largest component [`Runtime::load_source`] reads (trusted callers; `ferry run`
+pub type SourceComponent = ConnectorComponent<SourceWorld>;
+pub type SinkComponent = ConnectorComponent<SinkWorld>;
+
+/// The largest component [`Runtime::load`] reads (trusted callers; `ferry run`
 /// takes `[runtime] max_component_bytes`).
 pub const MAX_COMPONENT_BYTES: u64 = 256 << 20;
 
@@ -131,41 +141,42 @@ impl Runtime {
     }
 
     /// Read the component at `path` (a regular file of at most `max_bytes`) and check
-    /// it against the contract, without compiling it: cheap, so that a component of
-    /// the wrong kind stops `ferry run` before anything starts.
-    pub fn check_source(&self, path: &Path, max_bytes: u64) -> Result<CheckedSource, LoadError> {
+    /// it against the contract of world `W`, without compiling it: cheap, so that a
+    /// component of the wrong kind stops `ferry run` before anything starts.
+    pub fn check<W: World>(&self, path: &Path, max_bytes: u64) -> Result<CheckedComponent<W>, LoadError> {
         let bytes = files::read_regular(path, max_bytes, "the component", "[runtime] max_component_bytes")
             .map_err(LoadError::Read)?;
         let contract_error = |problem| LoadError::Contract { path: path.to_path_buf(), problem };
         let world = inspect(&bytes).map_err(contract_error)?;
-        contract::check_source(&world, &self.contract).map_err(contract_error)?;
-        Ok(CheckedSource { path: path.to_path_buf(), bytes, imports: world.imports() })
+        contract::check(&world, &self.contract, W::ROLE).map_err(contract_error)?;
+        Ok(CheckedComponent { path: path.to_path_buf(), bytes, imports: world.imports(), world: PhantomData })
     }
 
     /// Compile a checked component with this runtime's compiler, and link it.
-    pub async fn compile_source(&self, checked: CheckedSource) -> Result<Arc<SourceComponent>, LoadError> {
-        let CheckedSource { path, bytes, imports } = checked;
+    pub async fn compile<W: World>(
+        &self,
+        checked: CheckedComponent<W>,
+    ) -> Result<Arc<ConnectorComponent<W>>, LoadError> {
+        let CheckedComponent { path, bytes, imports, .. } = checked;
+        let compile_error = |message| LoadError::Compile { path: path.clone(), message };
         let component = match &self.compiler {
             Compiler::InProcess => {
                 let engine = self.engine.clone();
                 tokio::task::spawn_blocking(move || Component::new(&engine, &bytes))
                     .await
-                    .map_err(|e| LoadError::Compile {
-                        path: path.clone(),
-                        message: format!("the compile task failed: {e}"),
-                    })?
-                    .map_err(|e| LoadError::Compile { path: path.clone(), message: format!("{e:#}") })?
+                    .map_err(|e| compile_error(format!("the compile task failed: {e}")))?
+                    .map_err(|e| compile_error(format!("{e:#}")))?
             }
             Compiler::Isolated(isolation) => {
                 let artifact = isolation.compile(&bytes, self.meters_fuel).await.map_err(|failure| match failure {
-                    CompileFailure::Invalid(message) => LoadError::Compile { path: path.clone(), message },
+                    CompileFailure::Invalid(message) => compile_error(message),
                     failure => LoadError::Bounded { path: path.clone(), failure },
                 })?;
                 // SAFETY: the artifact was just made by our own binary's compiler (the
                 // child process), for an engine configured like this one, and wasmtime
                 // checks that configuration before loading it.
                 unsafe { Component::deserialize(&self.engine, &artifact) }
-                    .map_err(|e| LoadError::Compile { path: path.clone(), message: format!("{e:#}") })?
+                    .map_err(|e| compile_error(format!("{e:#}")))?
             }
         };
         self.link(path, component, imports)
@@ -173,34 +184,39 @@ impl Runtime {
 
     /// Read, check and compile the component at `path`, in this process: for
     /// components the caller trusts (tests, benchmarks, tools).
-    pub fn load_source(&self, path: &Path) -> Result<Arc<SourceComponent>, LoadError> {
-        let CheckedSource { path, bytes, imports } = self.check_source(path, MAX_COMPONENT_BYTES)?;
+    pub fn load<W: World>(&self, path: &Path) -> Result<Arc<ConnectorComponent<W>>, LoadError> {
+        let CheckedComponent { path, bytes, imports, .. } = self.check::<W>(path, MAX_COMPONENT_BYTES)?;
         let component = Component::new(&self.engine, &bytes)
             .map_err(|e| LoadError::Compile { path: path.clone(), message: format!("{e:#}") })?;
         self.link(path, component, imports)
     }
 
-    fn link(
+    /// [`Runtime::load`] for a source.
+    pub fn load_source(&self, path: &Path) -> Result<Arc<SourceComponent>, LoadError> {
+        self.load::<SourceWorld>(path)
+    }
+
+    fn link<W: World>(
         &self,
         path: PathBuf,
         component: Component,
         imports: Vec<String>,
-    ) -> Result<Arc<SourceComponent>, LoadError> {
+    ) -> Result<Arc<ConnectorComponent<W>>, LoadError> {
         let link_error = |e: wasmtime::Error| LoadError::Link { path: path.clone(), message: format!("{e:#}") };
         let instance_pre = self.linker.instantiate_pre(&component).map_err(link_error)?;
-        let pre = SourceConnectorPre::new(instance_pre).map_err(link_error)?;
-        Ok(Arc::new(SourceComponent { path, pre, imports }))
+        let pre = W::prepare(instance_pre).map_err(link_error)?;
+        Ok(Arc::new(ConnectorComponent { path, pre, imports }))
     }
 
     /// A fresh instance of `component` in `sandbox`, logging through `log`, adding
     /// the fuel its calls burn to `fuel_consumed`.
-    pub async fn instantiate(
+    pub async fn instantiate<W: World>(
         &self,
-        component: &SourceComponent,
+        component: &ConnectorComponent<W>,
         sandbox: &Sandbox,
         log: GuestLog,
         fuel_consumed: Arc<AtomicU64>,
-    ) -> Result<SourceInstance, CallError> {
+    ) -> Result<W::Instance, CallError> {
         let trapped = |error| CallError::Trapped { call: "instantiate", error };
         let fuel_per_call = match (self.meters_fuel, sandbox.limits.fuel) {
             (true, fuel) => Some(fuel.unwrap_or(u64::MAX)),
@@ -229,8 +245,7 @@ impl Runtime {
             store.set_fuel(fuel).map_err(trapped)?;
         }
         store.data_mut().clock.start();
-        let bindings = component.pre.instantiate_async(&mut store).await.map_err(trapped)?;
-        Ok(SourceInstance::new(store, bindings, fuel_per_call, fuel_consumed))
+        W::instantiate(&component.pre, GuestStore::new(store, fuel_per_call, fuel_consumed)).await
     }
 
     /// The contract this runtime checks components against.

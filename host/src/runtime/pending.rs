@@ -11,20 +11,25 @@ use std::sync::Arc;
 use futures::FutureExt;
 use futures::future::{BoxFuture, Shared};
 
-use super::{LoadError, SourceComponent};
+use super::{ConnectorComponent, LoadError, World};
 
-type Outcome = Result<Arc<SourceComponent>, Arc<LoadError>>;
+type Outcome<W> = Result<Arc<ConnectorComponent<W>>, Arc<LoadError>>;
 
 /// A handle on one component's compile; clones share it.
-#[derive(Clone)]
-pub struct PendingComponent(Shared<BoxFuture<'static, Outcome>>);
+pub struct PendingComponent<W: World>(Shared<BoxFuture<'static, Outcome<W>>>);
 
-impl PendingComponent {
+impl<W: World> Clone for PendingComponent<W> {
+    fn clone(&self) -> Self {
+        PendingComponent(self.0.clone())
+    }
+}
+
+impl<W: World> PendingComponent<W> {
     /// The compile `compiling` does, started now (on the current tokio runtime), not
     /// when someone first waits for it.
     pub fn spawn(
         path: PathBuf,
-        compiling: impl Future<Output = Result<Arc<SourceComponent>, LoadError>> + Send + 'static,
+        compiling: impl Future<Output = Result<Arc<ConnectorComponent<W>>, LoadError>> + Send + 'static,
     ) -> Self {
         let task = tokio::spawn(compiling);
         let outcome = async move {
@@ -37,18 +42,18 @@ impl PendingComponent {
     }
 
     /// A component compiled already.
-    pub fn ready(component: Arc<SourceComponent>) -> Self {
+    pub fn ready(component: Arc<ConnectorComponent<W>>) -> Self {
         PendingComponent(futures::future::ready(Ok(component)).boxed().shared())
     }
 
     /// The component, once compiled, or why it cannot be.
-    pub async fn get(&self) -> Outcome {
+    pub async fn get(&self) -> Outcome<W> {
         self.0.clone().await
     }
 }
 
-impl From<Arc<SourceComponent>> for PendingComponent {
-    fn from(component: Arc<SourceComponent>) -> Self {
+impl<W: World> From<Arc<ConnectorComponent<W>>> for PendingComponent<W> {
+    fn from(component: Arc<ConnectorComponent<W>>) -> Self {
         PendingComponent::ready(component)
     }
 }

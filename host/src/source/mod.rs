@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use crate::config::{BackoffConfig, SourceConfig, StreamConfig};
 use crate::delivery::Target;
-use crate::runtime::{PendingComponent, Sandbox};
+use crate::runtime::{PendingComponent, Sandbox, SourceWorld};
 use crate::state::CursorStore;
 
 pub use supervisor::supervise;
@@ -27,7 +27,7 @@ pub struct SourceConnector {
     /// The tenant it belongs to, if any.
     pub tenant: Option<Arc<str>>,
     /// Its component, compiled or on its way.
-    pub component: PendingComponent,
+    pub component: PendingComponent<SourceWorld>,
     /// The guest's `plugin_config`, as the JSON its `open` receives.
     pub plugin_config: String,
     pub streams: Arc<[StreamConfig]>,

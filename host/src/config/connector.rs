@@ -1,0 +1,195 @@
+//! What every connector's config has, whatever its role: a key, a component, a
+//! tenant, a sandbox (limits, grants, secrets), settings for the guest, and how it is
+//! restarted. Sources and sinks declare their tables with [`connector_config!`],
+//! which puts these fields in front of their own, so that each table still refuses
+//! unknown keys (serde cannot flatten a shared struct into a table that does), and
+//! everything about the shared part (defaults, validation, the guest's JSON config)
+//! is written once, against [`ConnectorConfig`].
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::{BackoffConfig, Grants, Limits, SecretSource};
+use crate::contract::Role;
+
+/// Declares a connector's config table: the fields every connector has, then
+/// `$own`, and [`ConnectorConfig`] for it.
+macro_rules! connector_config {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident ($role:expr) {
+            $( $(#[$own_meta:meta])* pub $own:ident : $own_ty:ty, )*
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct $name {
+            /// Unique name of the connector (among sources and sinks); names its
+            /// state and its log lines.
+            pub key: String,
+            #[serde(default = "crate::config::connector::yes")]
+            pub enabled: bool,
+            /// A display name for status output.
+            #[serde(default)]
+            pub name: Option<String>,
+            /// The `[[tenants]]` entry this connector belongs to.
+            #[serde(default)]
+            pub tenant: Option<String>,
+            /// The component (`.wasm`) implementing the connector's world.
+            pub path: std::path::PathBuf,
+            /// Settings for the guest, handed to its `open` as JSON.
+            #[serde(default)]
+            pub plugin_config: Option<toml::Table>,
+            /// How long to wait before polling again after there was nothing.
+            #[serde(default = "crate::config::connector::default_poll_interval", with = "crate::config::duration")]
+            pub poll_interval: std::time::Duration,
+            /// How long one delivery may take before it counts as failed.
+            #[serde(default = "crate::config::connector::default_delivery_timeout", with = "crate::config::duration")]
+            pub delivery_timeout: std::time::Duration,
+            /// After this many failures in a row (NACKs, retries, guest errors) the
+            /// connector is marked failed and restarted from its committed state.
+            #[serde(default = "crate::config::connector::default_max_consecutive_nacks")]
+            pub max_consecutive_nacks: u32,
+            /// The pause before restarting a failed or trapped instance.
+            #[serde(default = "crate::config::connector::default_restart_backoff")]
+            pub restart_backoff: crate::config::BackoffConfig,
+            /// What the guest may use: memory, time, batch sizes, log lines.
+            #[serde(default)]
+            pub limits: crate::config::Limits,
+            /// What the guest may reach beyond clocks, random and its log (nothing by
+            /// default).
+            #[serde(default)]
+            pub grants: crate::config::Grants,
+            /// Values the host reads and adds to `plugin_config` under these names.
+            #[serde(default)]
+            pub secrets: std::collections::BTreeMap<String, crate::config::SecretSource>,
+            $( $(#[$own_meta])* pub $own : $own_ty, )*
+        }
+
+        impl crate::config::ConnectorConfig for $name {
+            fn role(&self) -> crate::contract::Role {
+                $role
+            }
+            fn key(&self) -> &str {
+                &self.key
+            }
+            fn enabled(&self) -> bool {
+                self.enabled
+            }
+            fn name(&self) -> Option<&str> {
+                self.name.as_deref()
+            }
+            fn tenant(&self) -> Option<&str> {
+                self.tenant.as_deref()
+            }
+            fn path(&self) -> &std::path::Path {
+                &self.path
+            }
+            fn plugin_config(&self) -> Option<&toml::Table> {
+                self.plugin_config.as_ref()
+            }
+            fn poll_interval(&self) -> std::time::Duration {
+                self.poll_interval
+            }
+            fn delivery_timeout(&self) -> std::time::Duration {
+                self.delivery_timeout
+            }
+            fn max_consecutive_nacks(&self) -> u32 {
+                self.max_consecutive_nacks
+            }
+            fn restart_backoff(&self) -> crate::config::BackoffConfig {
+                self.restart_backoff
+            }
+            fn limits(&self) -> &crate::config::Limits {
+                &self.limits
+            }
+            fn grants(&self) -> &crate::config::Grants {
+                &self.grants
+            }
+            fn secrets(&self) -> &std::collections::BTreeMap<String, crate::config::SecretSource> {
+                &self.secrets
+            }
+            fn paths_mut(&mut self) -> Vec<&mut std::path::PathBuf> {
+                let mut paths = vec![&mut self.path];
+                paths.extend(self.grants.dirs.iter_mut().map(|dir| &mut dir.host));
+                paths.extend(self.secrets.values_mut().filter_map(|secret| match secret {
+                    crate::config::SecretSource::File(path) => Some(path),
+                    crate::config::SecretSource::Env(_) => None,
+                }));
+                paths
+            }
+        }
+    };
+}
+
+pub(crate) use connector_config;
+
+/// The part of a connector's config every role has.
+pub trait ConnectorConfig {
+    fn role(&self) -> Role;
+    fn key(&self) -> &str;
+    fn enabled(&self) -> bool;
+    fn name(&self) -> Option<&str>;
+    fn tenant(&self) -> Option<&str>;
+    fn path(&self) -> &Path;
+    fn plugin_config(&self) -> Option<&toml::Table>;
+    fn poll_interval(&self) -> Duration;
+    fn delivery_timeout(&self) -> Duration;
+    fn max_consecutive_nacks(&self) -> u32;
+    fn restart_backoff(&self) -> BackoffConfig;
+    fn limits(&self) -> &Limits;
+    fn grants(&self) -> &Grants;
+    fn secrets(&self) -> &BTreeMap<String, SecretSource>;
+    /// Every path in it, to resolve against the config file's directory.
+    fn paths_mut(&mut self) -> Vec<&mut PathBuf>;
+
+    /// The guest's `plugin_config` as the JSON document its `open` receives, with
+    /// its secrets read and added. The error names the secret and where it was
+    /// looked for, never a value.
+    fn plugin_config_json(&self) -> Result<String, String> {
+        let mut document = match self.plugin_config() {
+            Some(table) => serde_json::to_value(table).map_err(|e| format!("plugin_config: {e}"))?,
+            None => serde_json::Value::Object(Default::default()),
+        };
+        let object = document.as_object_mut().expect("a TOML table becomes a JSON object");
+        for (name, source) in self.secrets() {
+            let value = match source {
+                SecretSource::Env(variable) => std::env::var(variable)
+                    .map_err(|_| format!("secrets.{name}: the environment variable {variable} is not set"))?,
+                SecretSource::File(path) => {
+                    let text = super::read_secret_file(path).map_err(|problem| format!("secrets.{name}: {problem}"))?;
+                    text.strip_suffix('\n').unwrap_or(&text).to_string()
+                }
+            };
+            object.insert(name.clone(), serde_json::Value::String(value));
+        }
+        Ok(document.to_string())
+    }
+}
+
+pub(crate) fn yes() -> bool {
+    true
+}
+
+pub(crate) fn default_poll_interval() -> Duration {
+    Duration::from_millis(100)
+}
+
+pub(crate) fn default_delivery_timeout() -> Duration {
+    Duration::from_secs(5)
+}
+
+pub(crate) fn default_max_consecutive_nacks() -> u32 {
+    5
+}
+
+pub(crate) fn default_restart_backoff() -> BackoffConfig {
+    BackoffConfig { initial: Duration::from_millis(500), max: Duration::from_secs(30) }
+}
+
+/// The backoff after a NACK (sources) or a retry (sinks).
+pub(crate) fn default_retry_backoff() -> BackoffConfig {
+    BackoffConfig { initial: Duration::from_millis(100), max: Duration::from_secs(10) }
+}
