@@ -28,6 +28,12 @@ impl Int128 {
     }
 }
 
+impl From<i128> for Int128 {
+    fn from(value: i128) -> Self {
+        Int128 { high: (value >> 64) as i64, low: value as u64 }
+    }
+}
+
 /// Where the ids of messages the guest left without one come from.
 #[derive(Debug, Clone, Copy)]
 pub enum IdSource<'a> {

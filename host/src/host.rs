@@ -27,9 +27,10 @@ use crate::runtime::{
     Sandbox, SourceWorld, World,
 };
 use crate::shutdown::{self, Shutdown};
-use crate::source::{SourceConnector, SourceSettings, supervise};
+use crate::source::{SourceConnector, SourceSettings};
 use crate::state::{StateDir, StateError};
 use crate::status::{self, Reporter, StatusBoard};
+use crate::supervisor::supervise;
 
 /// What stops a host from starting. (The problems are parts of the message, not
 /// error sources, so that a report of the chain says each thing once.)

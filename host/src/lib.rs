@@ -11,8 +11,9 @@
 //! * [`config`]: the TOML file and its validation;
 //! * [`contract`] and [`runtime`]: the WIT contract, the wasmtime engine, loading and
 //!   instantiating components; [`grants`]: what a guest may reach (deny by default);
-//! * [`source`]: the source loop (poll, deliver, commit, ack / nack, back off) and the
-//!   supervisor that restarts it;
+//! * [`source`] and [`sink`]: the two loops (a source: poll, deliver, commit, ack /
+//!   nack, back off; a sink: read, write, commit, retry / dead-letter, back off), and
+//!   the [`supervisor`] that keeps either running, instance after instance;
 //! * [`delivery`]: what it means to deliver a batch, and [`iggy`] and [`local_log`],
 //!   the two stores batches are delivered to (an Iggy server, or the embedded log);
 //! * [`state`]: the committed cursors;
@@ -40,3 +41,4 @@ pub mod source;
 pub mod sqlite;
 pub mod state;
 pub mod status;
+pub mod supervisor;

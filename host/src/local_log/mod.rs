@@ -29,8 +29,9 @@ use crate::config::StreamConfig;
 use crate::delivery::{Delivery, DeliveryError, LogMark, Receipt, Target};
 use crate::sqlite::{self, Database, Format, StoreError};
 
-pub use record::Record;
+pub use read::TopicReader;
 use record::headers_json;
+pub use record::{Record, headers_from_json};
 pub use verify::LogCheckError;
 
 const FORMAT: Format = Format {

@@ -25,37 +25,9 @@ impl LocalLog {
         topic: &str,
         from: u64,
         limit: Option<u64>,
-        mut each: impl FnMut(Record) -> std::io::Result<()>,
+        each: impl FnMut(Record) -> std::io::Result<()>,
     ) -> Result<u64, StoreError> {
-        let database = open_topic(dir, stream, topic)?;
-        let reading = "cannot read the local log topic";
-        let fail = |e: rusqlite::Error| database.error(reading, e);
-        let mut statement = database
-            .connection()
-            .prepare(
-                r#"SELECT "offset", id, headers, payload, origin_timestamp, appended_at, connector
-                   FROM records WHERE "offset" >= ?1 ORDER BY "offset" LIMIT ?2"#,
-            )
-            .map_err(fail)?;
-        let limit = limit.map(|l| l as i64).unwrap_or(-1);
-        let mut rows = statement.query(params![from, limit]).map_err(fail)?;
-        let mut count = 0;
-        while let Some(row) = rows.next().map_err(fail)? {
-            let id: Option<Vec<u8>> = row.get(1).map_err(fail)?;
-            let headers: Option<String> = row.get(2).map_err(fail)?;
-            let record = Record {
-                offset: row.get(0).map_err(fail)?,
-                id: id.and_then(|b| <[u8; 16]>::try_from(b).ok()).map(u128::from_be_bytes),
-                headers: headers.and_then(|h| serde_json::from_str(&h).ok()),
-                payload: row.get(3).map_err(fail)?,
-                origin_timestamp: row.get(4).map_err(fail)?,
-                appended_at_micros: row.get(5).map_err(fail)?,
-                connector: row.get(6).map_err(fail)?,
-            };
-            each(record).map_err(|e| StoreError::Io { path: database.path().to_path_buf(), detail: e.to_string() })?;
-            count += 1;
-        }
-        Ok(count)
+        TopicReader::open(dir, stream, topic)?.read_with(from, limit, each)
     }
 
     /// Every record of `stream`/`topic`, in order.
@@ -95,6 +67,66 @@ impl LocalLog {
         }
         found.sort_by(|a, b| (&a.stream, &a.topic).cmp(&(&b.stream, &b.topic)));
         Ok(found)
+    }
+}
+
+/// One topic, opened once (and checked once) to be read from again and again, as a
+/// sink reads its input alongside the writer.
+pub struct TopicReader {
+    database: Database,
+}
+
+impl TopicReader {
+    pub fn open(dir: &Path, stream: &str, topic: &str) -> Result<TopicReader, StoreError> {
+        Ok(TopicReader { database: open_topic(dir, stream, topic)? })
+    }
+
+    /// At most `limit` records from offset `from`, in order.
+    pub fn read(&self, from: u64, limit: u64) -> Result<Vec<Record>, StoreError> {
+        let mut records = Vec::new();
+        self.read_with(from, Some(limit), |r| {
+            records.push(r);
+            Ok(())
+        })?;
+        Ok(records)
+    }
+
+    /// Records from offset `from`, at most `limit` of them, handed to `each` in order.
+    pub fn read_with(
+        &self,
+        from: u64,
+        limit: Option<u64>,
+        mut each: impl FnMut(Record) -> std::io::Result<()>,
+    ) -> Result<u64, StoreError> {
+        let database = &self.database;
+        let reading = "cannot read the local log topic";
+        let fail = |e: rusqlite::Error| database.error(reading, e);
+        let mut statement = database
+            .connection()
+            .prepare_cached(
+                r#"SELECT "offset", id, headers, payload, origin_timestamp, appended_at, connector
+                   FROM records WHERE "offset" >= ?1 ORDER BY "offset" LIMIT ?2"#,
+            )
+            .map_err(fail)?;
+        let limit = limit.and_then(|l| i64::try_from(l).ok()).unwrap_or(-1);
+        let mut rows = statement.query(params![from, limit]).map_err(fail)?;
+        let mut count = 0;
+        while let Some(row) = rows.next().map_err(fail)? {
+            let id: Option<Vec<u8>> = row.get(1).map_err(fail)?;
+            let headers: Option<String> = row.get(2).map_err(fail)?;
+            let record = Record {
+                offset: row.get(0).map_err(fail)?,
+                id: id.and_then(|b| <[u8; 16]>::try_from(b).ok()).map(u128::from_be_bytes),
+                headers: headers.and_then(|h| serde_json::from_str(&h).ok()),
+                payload: row.get(3).map_err(fail)?,
+                origin_timestamp: row.get(4).map_err(fail)?,
+                appended_at_micros: row.get(5).map_err(fail)?,
+                connector: row.get(6).map_err(fail)?,
+            };
+            each(record).map_err(|e| StoreError::Io { path: database.path().to_path_buf(), detail: e.to_string() })?;
+            count += 1;
+        }
+        Ok(count)
     }
 }
 

@@ -10,6 +10,7 @@ mod source_world {
         path: "../wit",
         world: "source-connector",
         exports: { default: async },
+        additional_derives: [PartialEq],
     });
 }
 
@@ -18,6 +19,7 @@ mod sink_world {
         path: "../wit",
         world: "sink-connector",
         exports: { default: async },
+        additional_derives: [PartialEq],
         with: {
             "iggy:connector/types": super::source_world::iggy::connector::types,
             "iggy:connector/logging": super::source_world::iggy::connector::logging,

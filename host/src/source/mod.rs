@@ -1,14 +1,13 @@
-//! Source connectors: the loop that moves their batches, and the supervisor that
-//! keeps the loop running.
+//! Source connectors: the loop that moves their batches, and each instance's life.
 //!
 //! * [`source_loop`]: one instance, batch after batch: poll, deliver, commit,
 //!   ack / nack, back off. The heart of Ferry.
-//! * [`supervisor`]: one connector, instance after instance: load the committed
-//!   cursor, instantiate, open, run the loop, and restart after a trap or too many
-//!   NACKs.
+//! * [`round`]: one instance's life, from the committed cursor to the end of its
+//!   loop; the shared supervisor (`crate::supervisor`) runs round after round,
+//!   restarting after a trap or too many NACKs.
 
+mod round;
 mod source_loop;
-mod supervisor;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,8 +16,6 @@ use crate::config::{BackoffConfig, SourceConfig, StreamConfig};
 use crate::delivery::Target;
 use crate::runtime::{PendingComponent, Sandbox, SourceWorld};
 use crate::state::CursorStore;
-
-pub use supervisor::supervise;
 
 /// Everything needed to run one source connector.
 #[derive(Clone)]
