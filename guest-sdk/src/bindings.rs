@@ -1,11 +1,37 @@
 //! Bindings generated from the contract in `wit/`, the one source of truth for what
-//! crosses the boundary. Authors rarely need them directly: [`crate::Source`] and
-//! [`crate::export_source!`] wrap them.
+//! crosses the boundary. Authors rarely need them directly: [`crate::Source`],
+//! [`crate::Sink`] and their `export_*!` macros wrap them.
+//!
+//! Two worlds, one set of shared types. The `source-connector` world is generated at
+//! the root of this module, with the `types` and `logging` interfaces; the
+//! `sink-connector` world is generated in [`sink`] and reuses them (wit-bindgen's
+//! `with`), so a header value, an error or a log call is one Rust type whichever
+//! world a connector implements. Each world's export macro carries the description
+//! of its own exports (`pub_export_macro`), while this library only describes the
+//! imports: a source component declares `source`, a sink component `sink`, and
+//! neither has to implement the other.
 
 wit_bindgen::generate!({
     path: "../wit",
     world: "source-connector",
+    additional_derives: [PartialEq],
     pub_export_macro: true,
     export_macro_name: "__export_source_connector",
     default_bindings_module: "ferry_guest::bindings",
 });
+
+/// The `sink-connector` world, sharing `types` and `logging` with the source world.
+pub mod sink {
+    wit_bindgen::generate!({
+        path: "../wit",
+        world: "sink-connector",
+        additional_derives: [PartialEq],
+        with: {
+            "iggy:connector/types@0.1.0": crate::bindings::iggy::connector::types,
+            "iggy:connector/logging@0.1.0": crate::bindings::iggy::connector::logging,
+        },
+        pub_export_macro: true,
+        export_macro_name: "__export_sink_connector",
+        default_bindings_module: "ferry_guest::bindings::sink",
+    });
+}

@@ -1,10 +1,15 @@
-//! # ferry-guest: write a Ferry source connector in Rust
+//! # ferry-guest: write Ferry connectors in Rust
 //!
-//! A Ferry source is a WebAssembly component that the host polls for batches. The
-//! host delivers each batch and commits the cursor the batch carried *only after* the
-//! delivery succeeded; then it tells the guest `ack` or `nack`. Getting that dance
-//! right by hand is easy to get subtly wrong (apply the cursor too early and a NACK
-//! loses records), so this crate does it for you:
+//! A Ferry connector is a WebAssembly component the host drives: a **source** produces
+//! batches for the host to deliver, a **sink** writes the batches the host reads. Both
+//! contracts have a dance that is easy to get subtly wrong by hand, so this crate does
+//! it for you.
+//!
+//! ## Sources
+//!
+//! The host delivers each batch a source produces and commits the cursor the batch
+//! carried *only after* the delivery succeeded; then it tells the guest `ack` or
+//! `nack`. Apply the cursor too early and a NACK loses records. So:
 //!
 //! * you write a [`Source`]: a typed `Config` (from the connector's `plugin_config`),
 //!   a typed `Cursor` (where you are), and `poll(&mut self, cursor)` that returns the
@@ -41,23 +46,76 @@
 //!
 //! Cursors are stored as JSON, so `ferry state show` can print them.
 //!
+//! ## Sinks
+//!
+//! The host hands a sink one batch at a time (messages of one partition, in offset
+//! order) and moves its offset past the batch only once the sink answered that the
+//! messages are durably written. So:
+//!
+//! * you write a [`Sink`]: a typed `Config`, and `write(&mut self, batch)` that returns
+//!   what became of the batch, a [`Written`]: `Ack` (all durably written), `Retry`
+//!   (hand it again later), `Reject` (these messages are poison, the others are
+//!   written) or `Unwritable` (one is poison, I cannot tell which, nothing is written);
+//! * an `Err` from `write` is a `Retry` with the error's message, so `?` does the
+//!   right thing for a failed connection or a full disk;
+//! * the SDK checks a `Reject` before the host sees it: an index outside the batch
+//!   becomes a `Retry` naming the bug (and is logged), repeated indices are merged;
+//! * [`export_sink!`] exports the component.
+//!
+//! ```ignore
+//! use ferry_guest::{Error, Sink, SinkBatch, Written};
+//!
+//! struct Print;
+//!
+//! impl Sink for Print {
+//!     type Config = serde_json::Value;
+//!
+//!     fn open(_config: Self::Config) -> Result<Self, Error> {
+//!         Ok(Print)
+//!     }
+//!
+//!     fn write(&mut self, batch: &SinkBatch) -> Result<Written, Error> {
+//!         for message in &batch.messages {
+//!             println!("{}", batch.message_json(message));
+//!         }
+//!         Ok(Written::Ack)
+//!     }
+//! }
+//!
+//! ferry_guest::export_sink!(Print);
+//! ```
+//!
+//! The host delivers at least once: after a retry, a trap or a restart the same
+//! messages come again. A sink that must not write one twice writes idempotently, by
+//! [`StoredMessage::id`] or by offset (see `connectors/file-sink`).
+//!
+//! ## Building
+//!
 //! Build with `cargo build --target wasm32-wasip2` (or `cargo component build`); on a
 //! machine without that target, see the Ferry README for the fallback toolchain.
 
 pub mod bindings;
 mod driver;
 mod error;
+mod json;
 pub mod log;
 mod message;
+mod sink;
+mod sink_driver;
 mod source;
+mod stored;
 
 #[doc(hidden)]
 pub mod __glue;
 
 pub use driver::{Driver, Settled};
 pub use error::Error;
+pub use json::headers_json;
 pub use message::{HeaderValue, Message};
+pub use sink::{Rejected, Sink, Written};
+pub use sink_driver::{Answer, SinkDriver};
 pub use source::{Batch, Nack, NackReason, Source};
+pub use stored::{SinkBatch, StoredMessage};
 
 /// Export a [`Source`] implementation as the component's `source` interface.
 ///
@@ -69,7 +127,7 @@ macro_rules! export_source {
             struct FerryExport;
 
             ::std::thread_local! {
-                static DRIVER: $crate::__glue::Slot<$source> = $crate::__glue::Slot::new();
+                static DRIVER: $crate::__glue::Slot<$crate::Driver<$source>> = $crate::__glue::Slot::new();
             }
 
             impl $crate::bindings::exports::iggy::connector::source::Guest for FerryExport {
@@ -97,6 +155,42 @@ macro_rules! export_source {
             }
 
     $crate::bindings::__export_source_connector!(FerryExport with_types_in $crate::bindings);
+        };
+    };
+}
+
+/// Export a [`Sink`] implementation as the component's `sink` interface.
+///
+/// Use it once, at the top level of your `cdylib` crate.
+#[macro_export]
+macro_rules! export_sink {
+    ($sink:ty) => {
+        const _: () = {
+            struct FerryExport;
+
+            ::std::thread_local! {
+                static DRIVER: $crate::__glue::Slot<$crate::SinkDriver<$sink>> = $crate::__glue::Slot::new();
+            }
+
+            impl $crate::bindings::sink::exports::iggy::connector::sink::Guest for FerryExport {
+                fn open(
+                    config: ::std::string::String,
+                ) -> ::std::result::Result<(), $crate::bindings::iggy::connector::types::Error> {
+                    DRIVER.with(|slot| slot.open(&config))
+                }
+
+                fn write(
+                    batch: $crate::bindings::sink::exports::iggy::connector::sink::SinkBatch,
+                ) -> $crate::bindings::sink::exports::iggy::connector::sink::WriteResult {
+                    DRIVER.with(|slot| slot.write(batch))
+                }
+
+                fn close() {
+                    DRIVER.with(|slot| slot.close())
+                }
+            }
+
+    $crate::bindings::sink::__export_sink_connector!(FerryExport with_types_in $crate::bindings::sink);
         };
     };
 }

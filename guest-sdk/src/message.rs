@@ -1,4 +1,5 @@
-//! Messages as an author builds them, and their conversion to the wire types.
+//! Messages as a source builds them, header values in both directions, and their
+//! conversion to and from the wire types.
 
 use crate::bindings::iggy::connector::types as wire;
 
@@ -85,6 +86,14 @@ fn wire_i128(value: i128) -> wire::Int128 {
     wire::Int128 { high: (value >> 64) as i64, low: value as u64 }
 }
 
+pub(crate) fn from_wire_u128(value: wire::Uint128) -> u128 {
+    (u128::from(value.high) << 64) | u128::from(value.low)
+}
+
+fn from_wire_i128(value: wire::Int128) -> i128 {
+    (i128::from(value.high) << 64) | i128::from(value.low)
+}
+
 impl From<HeaderValue> for wire::HeaderValue {
     fn from(value: HeaderValue) -> Self {
         match value {
@@ -107,6 +116,28 @@ impl From<HeaderValue> for wire::HeaderValue {
     }
 }
 
+impl From<wire::HeaderValue> for HeaderValue {
+    fn from(value: wire::HeaderValue) -> Self {
+        match value {
+            wire::HeaderValue::Raw(v) => HeaderValue::Raw(v),
+            wire::HeaderValue::String(v) => HeaderValue::String(v),
+            wire::HeaderValue::Bool(v) => HeaderValue::Bool(v),
+            wire::HeaderValue::Int8(v) => HeaderValue::Int8(v),
+            wire::HeaderValue::Int16(v) => HeaderValue::Int16(v),
+            wire::HeaderValue::Int32(v) => HeaderValue::Int32(v),
+            wire::HeaderValue::Int64(v) => HeaderValue::Int64(v),
+            wire::HeaderValue::Int128(v) => HeaderValue::Int128(from_wire_i128(v)),
+            wire::HeaderValue::Uint8(v) => HeaderValue::Uint8(v),
+            wire::HeaderValue::Uint16(v) => HeaderValue::Uint16(v),
+            wire::HeaderValue::Uint32(v) => HeaderValue::Uint32(v),
+            wire::HeaderValue::Uint64(v) => HeaderValue::Uint64(v),
+            wire::HeaderValue::Uint128(v) => HeaderValue::Uint128(from_wire_u128(v)),
+            wire::HeaderValue::Float32(v) => HeaderValue::Float32(v),
+            wire::HeaderValue::Float64(v) => HeaderValue::Float64(v),
+        }
+    }
+}
+
 impl From<Message> for wire::Message {
     fn from(message: Message) -> Self {
         wire::Message {
@@ -119,5 +150,45 @@ impl From<Message> for wire::Message {
             payload: message.payload,
             origin_timestamp: message.origin_timestamp,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_values_cross_the_wire_and_come_back_unchanged() {
+        let values = [
+            HeaderValue::Raw(vec![0, 255]),
+            HeaderValue::String("é".into()),
+            HeaderValue::Bool(true),
+            HeaderValue::Int8(i8::MIN),
+            HeaderValue::Int16(-2),
+            HeaderValue::Int32(i32::MAX),
+            HeaderValue::Int64(i64::MIN),
+            HeaderValue::Int128(i128::MIN),
+            HeaderValue::Int128(-1),
+            HeaderValue::Int128(i128::MAX),
+            HeaderValue::Uint8(u8::MAX),
+            HeaderValue::Uint16(7),
+            HeaderValue::Uint32(u32::MAX),
+            HeaderValue::Uint64(u64::MAX),
+            HeaderValue::Uint128(u128::MAX),
+            HeaderValue::Uint128((1 << 64) + 3),
+            HeaderValue::Float32(-0.5),
+            HeaderValue::Float64(1e300),
+        ];
+        for value in values {
+            let wire: wire::HeaderValue = value.clone().into();
+            assert_eq!(HeaderValue::from(wire), value);
+        }
+    }
+
+    #[test]
+    fn a_u128_is_split_high_then_low() {
+        let wire = wire_u128((5 << 64) | 9);
+        assert_eq!((wire.high, wire.low), (5, 9));
+        assert_eq!(from_wire_u128(wire), (5 << 64) | 9);
     }
 }
