@@ -36,6 +36,14 @@ impl Shutdown {
         *self.0.borrow()
     }
 
+    /// Wait `duration`, or less if shutdown is requested meanwhile.
+    pub async fn pause(&mut self, duration: std::time::Duration) {
+        tokio::select! {
+            _ = tokio::time::sleep(duration) => {}
+            _ = self.requested() => {}
+        }
+    }
+
     /// Resolves once shutdown is requested (at once if it already was). If the
     /// trigger is dropped without firing, that counts as a request too: nobody is
     /// left who could stop us otherwise.

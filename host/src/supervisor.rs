@@ -89,10 +89,7 @@ pub async fn supervise<C: Supervised>(runtime: Arc<Runtime>, connector: C, statu
         };
         let delay = restart_backoff.next_delay();
         status.failed(&reason, delay);
-        tokio::select! {
-            _ = tokio::time::sleep(delay) => {}
-            _ = shutdown.requested() => {}
-        }
+        shutdown.pause(delay).await;
     }
     status.stopped();
 }

@@ -70,13 +70,13 @@ fn compiles<W: World>(runtime: &Runtime, path: &Path, settings: &RuntimeConfig) 
 /// Each import, granted or denied under connector `key`'s grants.
 fn print_grants(world: &ComponentWorld, config_path: &Path, key: &str) -> Result<()> {
     let config = Config::load(config_path)?;
-    let Some(source) = config.source(key) else {
-        let keys: Vec<_> = config.sources.iter().map(|s| s.key.as_str()).collect();
+    let Some(connector) = config.connector(key) else {
+        let keys: Vec<_> = config.connectors().map(|c| c.key()).collect();
         bail!("{}: no connector has key `{key}` (keys: {})", config_path.display(), keys.join(", "));
     };
     println!("grants of `{key}` in {}:", config_path.display());
     for import in world.imports() {
-        match grants::verdict(&import, &source.grants) {
+        match grants::verdict(&import, connector.grants()) {
             Verdict::Granted(how) => println!("  granted      {import}  ({how})"),
             Verdict::Denied(why) => println!("  denied       {import}  ({why})"),
             Verdict::Unavailable => println!("  unavailable  {import}  (this host does not provide it)"),

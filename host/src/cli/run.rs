@@ -15,7 +15,7 @@ pub fn run(path: &Path) -> Result<ExitCode> {
     runtime.block_on(async {
         let host = Host::from_config(&config, isolated_compiler(&config.runtime)?)?;
         if host.connector_count() == 0 {
-            bail!("{}: no enabled [[sources]]; nothing to run", path.display());
+            bail!("{}: no enabled [[sources]] or [[sinks]]; nothing to run", path.display());
         }
         let (trigger, stop) = shutdown::channel();
         tokio::spawn(async move {

@@ -16,7 +16,7 @@ pub fn show(path: &Path, only: Option<&str>, as_json: bool) -> Result<ExitCode> 
     let keys: Vec<String> = match only {
         Some(key) => vec![key.to_string()],
         None => {
-            let mut keys: Vec<String> = config.sources.iter().map(|s| s.key.clone()).collect();
+            let mut keys: Vec<String> = config.connectors().map(|c| c.key().to_string()).collect();
             let stored: Vec<String> = states.keys()?.into_iter().filter(|k| !keys.contains(k)).collect();
             keys.extend(stored);
             keys
@@ -54,8 +54,8 @@ pub fn show(path: &Path, only: Option<&str>, as_json: bool) -> Result<ExitCode> 
 
 /// The state directory holding `key`'s cursor: its tenant's namespace, if it has one.
 fn states_of(config: &Config, key: &str) -> StateDir {
-    match config.source(key) {
-        Some(source) => StateDir::new(config.state_dir_of(source)),
+    match config.connector(key) {
+        Some(connector) => StateDir::new(config.state_dir_of(connector)),
         None => StateDir::new(&config.state.path),
     }
 }

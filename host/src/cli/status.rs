@@ -34,14 +34,16 @@ pub fn status(path: &Path, as_json: bool) -> Result<ExitCode> {
         format_micros(status.updated_at_micros)
     );
     println!(
-        "{:<20} {:<10} {:<9} {:>9} {:>8} {:>12} {:>6} {:>6} {:>10} {:>12} {:>8}  last error",
+        "{:<20} {:<6} {:<10} {:<9} {:>9} {:>8} {:>12} {:>6} {:>6} {:>6} {:>10} {:>12} {:>8}  last error",
         "KEY",
+        "ROLE",
         "TENANT",
         "PHASE",
         "INSTANCES",
         "BATCHES",
         "MESSAGES",
         "NACKS",
+        "DEAD",
         "TRAPS",
         "GENERATION",
         "FUEL",
@@ -50,14 +52,16 @@ pub fn status(path: &Path, as_json: bool) -> Result<ExitCode> {
     for c in &status.connectors {
         let phase = serde_json::to_value(c.phase)?.as_str().unwrap_or("?").to_string();
         println!(
-            "{:<20} {:<10} {:<9} {:>9} {:>8} {:>12} {:>6} {:>6} {:>10} {:>12} {:>8}  {}",
+            "{:<20} {:<6} {:<10} {:<9} {:>9} {:>8} {:>12} {:>6} {:>6} {:>6} {:>10} {:>12} {:>8}  {}",
             c.key,
+            c.role,
             c.tenant.as_deref().unwrap_or("-"),
             phase,
             c.instances,
             c.batches_acked,
             c.messages_delivered,
             c.nacks,
+            c.dead_lettered,
             c.traps,
             c.committed_generation.map(|g| g.to_string()).unwrap_or_else(|| "-".into()),
             c.fuel_consumed,

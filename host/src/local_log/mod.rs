@@ -12,6 +12,7 @@
 //! delivery to it from then on, and is never silently created anew (its offsets would
 //! start over at 0, behind every committed cursor).
 
+mod input;
 mod read;
 mod record;
 mod verify;
@@ -29,6 +30,7 @@ use crate::config::StreamConfig;
 use crate::delivery::{Delivery, DeliveryError, LogMark, Receipt, Target};
 use crate::sqlite::{self, Database, Format, StoreError};
 
+pub use input::LocalLogInput;
 pub use read::TopicReader;
 use record::headers_json;
 pub use record::{Record, headers_from_json};

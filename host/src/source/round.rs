@@ -7,8 +7,9 @@
 //! or too many failures the instance is simply dropped.
 
 use super::SourceConnector;
-use super::source_loop::{Exit, SourceLoop};
+use super::source_loop::SourceLoop;
 use crate::config::{BackoffConfig, Limits};
+use crate::exit::Exit;
 use crate::runtime::{PendingComponent, SourceWorld};
 use crate::state::StateError;
 use crate::supervisor::{Round, RoundEnd, Supervised};
@@ -62,19 +63,11 @@ impl Supervised for SourceConnector {
         };
         let exit = source_loop.run().await;
         let made_progress = source_loop.acked > 0;
-        match exit {
-            Exit::Shutdown => {
-                if let Err(error) = guest.close().await {
-                    status.trapped(&error.to_string());
-                }
-                RoundEnd::Stopped
-            }
-            Exit::Failed { reason } => RoundEnd::Failed { reason, made_progress },
-            Exit::Trapped(error) => {
-                let reason = error.to_string();
-                status.trapped(&reason);
-                RoundEnd::Failed { reason, made_progress }
-            }
+        if let Exit::Shutdown = exit
+            && let Err(error) = guest.close().await
+        {
+            status.trapped(&error.to_string());
         }
+        exit.round_end(status, made_progress)
     }
 }

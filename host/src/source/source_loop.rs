@@ -16,41 +16,15 @@
 //! flight always settles.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use super::SourceConnector;
 use crate::backoff::Backoff;
 use crate::batch::{self, Batch, BatchResult, IdSource, Nack, NackReason};
 use crate::delivery::{Delivery, DeliveryError};
+use crate::exit::{Exit, FailureStreak};
 use crate::runtime::{CallError, SourceInstance};
 use crate::shutdown::Shutdown;
 use crate::status::Reporter;
-
-/// Why the loop ended.
-pub(super) enum Exit {
-    /// Shutdown was requested; the instance is intact and should be closed.
-    Shutdown,
-    /// Too many NACKs or guest errors in a row.
-    Failed { reason: String },
-    /// The guest trapped; the instance must be dropped.
-    Trapped(CallError),
-}
-
-/// NACKs and guest errors in a row; too many fail the instance.
-struct FailureStreak {
-    count: u32,
-    max: u32,
-}
-
-impl FailureStreak {
-    /// Count one more failure; the exit when that makes too many.
-    fn failed(&mut self, what: &str) -> Option<Exit> {
-        self.count += 1;
-        (self.count >= self.max).then(|| Exit::Failed {
-            reason: format!("{} NACKs or guest errors in a row; the last: {what}", self.count),
-        })
-    }
-}
 
 pub(super) struct SourceLoop<'a> {
     pub connector: &'a SourceConnector,
@@ -69,7 +43,7 @@ impl SourceLoop<'_> {
     pub async fn run(&mut self) -> Exit {
         let settings = self.connector.settings;
         let mut backoff = Backoff::new(settings.nack_backoff);
-        let mut streak = FailureStreak { count: 0, max: settings.max_consecutive_nacks };
+        let mut streak = FailureStreak::new(settings.max_consecutive_nacks, "NACKs or guest errors");
 
         while !self.shutdown.is_requested() {
             // 1. Poll.
@@ -77,7 +51,7 @@ impl SourceLoop<'_> {
                 Ok(Some(batch)) => batch,
                 Ok(None) => {
                     self.status.idle();
-                    self.pause(settings.poll_interval).await;
+                    self.shutdown.pause(settings.poll_interval).await;
                     continue;
                 }
                 Err(CallError::Failed { message, .. }) => {
@@ -85,7 +59,7 @@ impl SourceLoop<'_> {
                     if let Some(exit) = streak.failed(&format!("guest error: {message}")) {
                         return exit;
                     }
-                    self.pause(backoff.next_delay()).await;
+                    self.shutdown.pause(backoff.next_delay()).await;
                     continue;
                 }
                 Err(trap) => return Exit::Trapped(trap),
@@ -102,7 +76,7 @@ impl SourceLoop<'_> {
             match result {
                 BatchResult::Ack => {
                     self.acked += 1;
-                    streak.count = 0;
+                    streak.reset();
                     backoff.reset();
                 }
                 BatchResult::Nack(nack) => {
@@ -110,7 +84,7 @@ impl SourceLoop<'_> {
                         return exit;
                     }
                     // 5. Back off before the guest produces the batch again.
-                    self.pause(backoff.next_delay()).await;
+                    self.shutdown.pause(backoff.next_delay()).await;
                 }
             }
         }
@@ -162,13 +136,5 @@ impl SourceLoop<'_> {
         };
         self.status.acked(id, count, bytes, generation);
         BatchResult::Ack
-    }
-
-    /// Wait, or stop waiting when shutdown is requested.
-    async fn pause(&mut self, duration: Duration) {
-        tokio::select! {
-            _ = tokio::time::sleep(duration) => {}
-            _ = self.shutdown.requested() => {}
-        }
     }
 }

@@ -26,8 +26,10 @@ pub async fn log_progress(board: Arc<StatusBoard>, interval: Duration, mut shutd
             if messages > before_messages || batches > before_batches {
                 let span = super::connector_span(&status.key, status.tenant.as_deref());
                 let _entered = span.enter();
+                // A source delivers; a sink writes, and its position is its cursor.
+                let verb = if status.role == "sink" { "wrote" } else { "delivered" };
                 tracing::info!(
-                    "delivered {} messages in {} batches in the last {:.0}s ({:.0} msg/s), {} in total; cursor generation {}",
+                    "{verb} {} messages in {} batches in the last {:.0}s ({:.0} msg/s), {} in total; cursor generation {}",
                     messages - before_messages,
                     batches - before_batches,
                     elapsed,

@@ -1,0 +1,271 @@
+//! Wiring: the connectors a config describes, each joined to its compiled component,
+//! its target or input, its dead letters, and its state, with everything that can be
+//! checked before running checked, so that `ferry run` stops at once, naming the
+//! problem, rather than failing later.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tracing::Instrument;
+
+use super::{Host, SetupError};
+use crate::config::{Allocator, ByteSize, Config, ConfigError, ConnectorConfig, IggyConfig};
+use crate::delivery::Target;
+use crate::iggy::IggyTarget;
+use crate::local_log::{LocalLog, LocalLogInput};
+use crate::runtime::{
+    CheckedComponent, Compiler, ConnectorComponent, EngineOptions, LoadError, PendingComponent, PoolSize, Runtime,
+    Sandbox, SinkWorld, SourceWorld, World,
+};
+use crate::sink::{DeadLetters, SinkConnector, SinkSettings};
+use crate::source::{SourceConnector, SourceSettings};
+use crate::state::{ConnectorStateFile, StateDir};
+use crate::status;
+
+impl Host {
+    /// The host `config` describes, every part of it checked, its components
+    /// compiled by `compiler` (in the background: see [`PendingComponent`]).
+    pub fn from_config(config: &Config, compiler: Compiler) -> Result<Host, SetupError> {
+        let options = engine_options(config);
+        let runtime = Runtime::with_options(&options).map_err(|e| runtime_error(&options, e))?;
+        let runtime = Arc::new(runtime.with_compiler(compiler));
+        let mut host = Host::new(runtime.clone());
+        host.grace_period = config.runtime.shutdown_grace_period;
+        host.progress_interval = config.runtime.progress_interval;
+        host.status_file = Some(status::status_file_path(&config.state.path));
+
+        let mut wiring = Wiring::new(config, runtime)?;
+        for source in config.sources.iter().filter(|s| s.enabled) {
+            let component = wiring.component(source)?;
+            let (plugin_config, state) = wiring.prepare(source)?;
+            let connector = SourceConnector {
+                key: source.key.as_str().into(),
+                tenant: source.tenant.as_deref().map(Into::into),
+                component,
+                plugin_config,
+                streams: source.streams.clone().into(),
+                settings: SourceSettings::from_config(source),
+                sandbox: Sandbox { limits: source.limits.clone(), grants: source.grants.clone() },
+                target: wiring.target_of(source),
+                cursor: Arc::new(state),
+            };
+            host.add_source(connector, source.name.clone());
+        }
+        for sink in config.sinks.iter().filter(|s| s.enabled) {
+            let component = wiring.component(sink)?;
+            let (plugin_config, state) = wiring.prepare(sink)?;
+            let topics = sink.topics().map(|(stream, topic)| (stream.to_string(), topic.to_string())).collect();
+            let connector = SinkConnector {
+                key: sink.key.as_str().into(),
+                tenant: sink.tenant.as_deref().map(Into::into),
+                component,
+                plugin_config,
+                settings: SinkSettings::from_config(sink),
+                sandbox: Sandbox { limits: sink.limits.clone(), grants: sink.grants.clone() },
+                input: Arc::new(LocalLogInput::new(&config.local_log.path, topics, Arc::new(state))),
+                dead_letters: sink
+                    .dead_letters
+                    .as_ref()
+                    .map(|stream| DeadLetters { target: wiring.target_of(sink), stream: vec![stream.clone()].into() }),
+            };
+            host.add_sink(connector, sink.name.clone());
+        }
+        Ok(host)
+    }
+}
+
+/// What connectors share while they are wired: the runtime, the targets, the state
+/// directories, and the components compiled so far.
+struct Wiring<'a> {
+    config: &'a Config,
+    runtime: Arc<Runtime>,
+    /// Iggy when configured; the local log otherwise.
+    target: Arc<dyn Target>,
+    /// A tenant with Iggy credentials of its own gets a connection of its own, so the
+    /// server's permissions for that user decide what its connectors reach.
+    tenant_targets: HashMap<&'a str, Arc<dyn Target>>,
+    state_dirs: HashMap<PathBuf, StateDir>,
+    /// Components by file: connectors sharing one share its compile.
+    sources: HashMap<PathBuf, PendingComponent<SourceWorld>>,
+    sinks: HashMap<PathBuf, PendingComponent<SinkWorld>>,
+}
+
+impl<'a> Wiring<'a> {
+    fn new(config: &'a Config, runtime: Arc<Runtime>) -> Result<Self, SetupError> {
+        let target: Arc<dyn Target> = match &config.iggy {
+            Some(iggy) => {
+                tracing::info!(address = %iggy.address, transport = ?iggy.transport, "delivering to Iggy");
+                start_iggy(config, iggy, "[iggy]")?
+            }
+            None => {
+                tracing::info!(path = %config.local_log.path.display(), "delivering to the local log");
+                Arc::new(LocalLog::new(&config.local_log.path))
+            }
+        };
+        let mut tenant_targets = HashMap::new();
+        for tenant in &config.tenants {
+            if let (Some(iggy), Some(own)) = (&config.iggy, &tenant.iggy) {
+                let iggy = iggy.with_credentials_of(own);
+                let at = format!("[[tenants]] `{}`: [tenants.iggy]", tenant.key);
+                tracing::info!(tenant = %tenant.key, "delivering to Iggy with the tenant's own credentials");
+                tenant_targets.insert(tenant.key.as_str(), start_iggy(config, &iggy, &at)?);
+            }
+        }
+        Ok(Wiring {
+            config,
+            runtime,
+            target,
+            tenant_targets,
+            state_dirs: HashMap::new(),
+            sources: HashMap::new(),
+            sinks: HashMap::new(),
+        })
+    }
+
+    /// The component of `connector`, checked now and compiled in the background (once
+    /// per file).
+    fn component<W: Compiled>(&mut self, connector: &dyn ConnectorConfig) -> Result<PendingComponent<W>, SetupError> {
+        let path = connector.path().to_path_buf();
+        if let Some(component) = W::compiled(self).get(&path) {
+            return Ok(component.clone());
+        }
+        let max = self.config.runtime.max_component_bytes.bytes();
+        let key = connector.key().to_string();
+        let checked = self.runtime.check::<W>(&path, max).map_err(|problem| SetupError::Component { key, problem })?;
+        let span = status::connector_span(connector.key(), connector.tenant());
+        let compiling = compile_in_background(self.runtime.clone(), checked).instrument(span);
+        let component = PendingComponent::spawn(path.clone(), compiling);
+        W::compiled(self).insert(path, component.clone());
+        Ok(component)
+    }
+
+    /// The guest's JSON config (with its secrets) and the connector's state, taken
+    /// for this process and checked against the local log.
+    fn prepare(&mut self, connector: &dyn ConnectorConfig) -> Result<(String, ConnectorStateFile), SetupError> {
+        let (config, key) = (self.config, connector.key());
+        // Secrets first: a missing one must not leave a state directory behind.
+        let plugin_config = connector.plugin_config_json().map_err(|problem| ConfigError {
+            file: config.file.clone(),
+            problem: format!("{}s (key `{key}`): {problem}", connector.role()),
+        })?;
+        refuse_stranded_state(config, connector).map_err(SetupError::Config)?;
+        let state_dir = config.state_dir_of(connector);
+        let states = self.state_dirs.entry(state_dir.clone()).or_insert_with(|| StateDir::new(&state_dir));
+        let state = states.open(key).map_err(|problem| SetupError::State { key: key.to_string(), problem })?;
+        LocalLog::verify_cursor(config, key, &state)
+            .map_err(|problem| SetupError::Log { key: key.to_string(), problem })?;
+        Ok((plugin_config, state))
+    }
+
+    /// Where `connector` delivers: its tenant's own connection, or the host's.
+    fn target_of(&self, connector: &dyn ConnectorConfig) -> Arc<dyn Target> {
+        connector.tenant().and_then(|t| self.tenant_targets.get(t)).unwrap_or(&self.target).clone()
+    }
+}
+
+/// A world whose compiled components the wiring keeps, one map per world.
+trait Compiled: World + Sized {
+    fn compiled<'w>(wiring: &'w mut Wiring<'_>) -> &'w mut HashMap<PathBuf, PendingComponent<Self>>;
+}
+
+impl Compiled for SourceWorld {
+    fn compiled<'w>(wiring: &'w mut Wiring<'_>) -> &'w mut HashMap<PathBuf, PendingComponent<Self>> {
+        &mut wiring.sources
+    }
+}
+
+impl Compiled for SinkWorld {
+    fn compiled<'w>(wiring: &'w mut Wiring<'_>) -> &'w mut HashMap<PathBuf, PendingComponent<Self>> {
+        &mut wiring.sinks
+    }
+}
+
+/// The engine the config needs: fuel metering only if some connector asks for it,
+/// and a pool sized for the enabled connectors.
+pub fn engine_options(config: &Config) -> EngineOptions {
+    EngineOptions {
+        fuel: config.connectors().any(|c| c.enabled() && c.limits().fuel.is_some()),
+        allocator: config.runtime.allocator,
+        pool: PoolSize { instances: config.pool_slots(), max_memory_bytes: config.largest_memory().bytes() },
+    }
+}
+
+/// Compile a checked component, saying so in the log (inside the span of the first
+/// connector that uses it).
+async fn compile_in_background<W: World>(
+    runtime: Arc<Runtime>,
+    checked: CheckedComponent<W>,
+) -> Result<Arc<ConnectorComponent<W>>, LoadError> {
+    let started = std::time::Instant::now();
+    tracing::info!(path = %checked.path().display(), "compiling component");
+    let compiled = runtime.compile(checked).await;
+    if compiled.is_ok() {
+        tracing::info!("component compiled in {:.0?}", started.elapsed());
+    }
+    compiled
+}
+
+/// Why the runtime could not start, naming the setting behind it when there is one.
+fn runtime_error(options: &EngineOptions, error: anyhow::Error) -> SetupError {
+    if options.allocator == Allocator::Pooling {
+        return SetupError::Runtime(format!(
+            "[runtime] allocator = \"pooling\" reserves {} instance slots of up to {} each (the largest \
+             limits.memory) up front, and this machine cannot: {error:#}; lower limits.memory, run fewer \
+             connectors, or use allocator = \"on-demand\"",
+            options.pool.instances,
+            ByteSize(options.pool.max_memory_bytes),
+        ));
+    }
+    SetupError::Runtime(format!("{error:#}"))
+}
+
+fn start_iggy(config: &Config, iggy: &IggyConfig, at: &str) -> Result<Arc<dyn Target>, SetupError> {
+    let target =
+        IggyTarget::start(iggy).map_err(|e| SetupError::Iggy(format!("{}: {at}: {e}", config.file.display())))?;
+    Ok(Arc::new(target))
+}
+
+/// A connector moved into a tenant whose state is still where it was committed
+/// before (the top of the state directory) would start from scratch and deliver
+/// everything again: refuse, and say how to move it.
+fn refuse_stranded_state(config: &Config, connector: &dyn ConnectorConfig) -> Result<(), ConfigError> {
+    let (Some(tenant), key) = (connector.tenant(), connector.key()) else { return Ok(()) };
+    let top = StateDir::new(&config.state.path);
+    let own = StateDir::new(config.state_dir_of(connector));
+    let holds = |dir: &StateDir| dir.keys().map(|keys| keys.iter().any(|k| k == key)).unwrap_or(false);
+    if holds(&top) && !holds(&own) {
+        return Err(ConfigError {
+            file: config.file.clone(),
+            problem: format!(
+                "connector `{key}` belongs to tenant `{tenant}`, whose cursors live in {}, but its committed cursor is \
+                 in {} (from before it had a tenant); move {key}.sqlite there (or `ferry state reset` it) so that it \
+                 does not start from scratch",
+                config.state_dir_of(connector).display(),
+                config.state.path.display(),
+            ),
+        });
+    }
+    Ok(())
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pool_the_machine_cannot_reserve_names_the_setting() {
+        // A million slots of 4 GiB: more address space than any machine has.
+        let options = EngineOptions {
+            allocator: Allocator::Pooling,
+            pool: PoolSize { instances: 1 << 20, max_memory_bytes: 4 << 30 },
+            ..EngineOptions::default()
+        };
+        let error = Runtime::with_options(&options).err().expect("the reservation fails");
+        let message = runtime_error(&options, error).to_string();
+        assert!(
+            message.contains("[runtime] allocator = \"pooling\" reserves 1048576 instance slots of up to 4 GiB"),
+            "{message}"
+        );
+        assert!(message.contains("allocator = \"on-demand\""), "{message}");
+    }
+}

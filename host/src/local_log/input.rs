@@ -1,0 +1,173 @@
+//! The local log as a sink's input: the topics a sink reads, each one partition,
+//! and the sink's position in each kept in Ferry's state store under the sink's key.
+//!
+//! The committed positions are one JSON object, `{"stream/topic": next offset}`
+//! (what `ferry state show` prints), saved with a receipt that marks the same
+//! positions, so that a log which later lost what a sink already read past is
+//! noticed at start (see `LocalLog::verify_cursor`): appending there again would
+//! reuse offsets the sink skips.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+
+use super::{LocalLog, Record, TopicReader, headers_from_json};
+use crate::batch::Uint128;
+use crate::delivery::{LogMark, Receipt};
+use crate::sink::input::{Input, InputError, Reader, SinkBatch, StoredMessage, end_of};
+use crate::state::CursorStore;
+
+/// A sink's input from the local log under `dir`.
+pub struct LocalLogInput {
+    dir: PathBuf,
+    /// Stream and topic of each topic read, in the order they are read.
+    topics: Vec<(String, String)>,
+    positions: Arc<dyn CursorStore>,
+}
+
+impl LocalLogInput {
+    /// Reading `topics` of the log in `dir`, keeping positions in `positions`.
+    pub fn new(dir: impl Into<PathBuf>, topics: Vec<(String, String)>, positions: Arc<dyn CursorStore>) -> Self {
+        LocalLogInput { dir: dir.into(), topics, positions }
+    }
+}
+
+/// The name a topic's position is kept under.
+fn name_of(stream: &str, topic: &str) -> String {
+    format!("{stream}/{topic}")
+}
+
+#[async_trait]
+impl Input for LocalLogInput {
+    async fn open(&self) -> Result<Box<dyn Reader>, InputError> {
+        let committed = self.positions.load().await.map_err(|e| InputError(format!("cannot load positions: {e}")))?;
+        let positions: BTreeMap<String, u64> = match &committed {
+            None => BTreeMap::new(),
+            Some(committed) => serde_json::from_slice(&committed.state).map_err(|e| {
+                InputError(format!(
+                    "the committed positions are not this input's ({e}): {}",
+                    String::from_utf8_lossy(&committed.state)
+                ))
+            })?,
+        };
+        let topics = self
+            .topics
+            .iter()
+            .map(|(stream, topic)| {
+                let at = positions.get(&name_of(stream, topic)).copied().unwrap_or(0);
+                TopicState { stream: stream.clone(), topic: topic.clone(), reader: None, read: at, committed: at }
+            })
+            .collect();
+        Ok(Box::new(LocalLogReader { dir: self.dir.clone(), topics, next: 0, positions: self.positions.clone() }))
+    }
+}
+
+struct LocalLogReader {
+    dir: PathBuf,
+    topics: Vec<TopicState>,
+    /// The topic to look at first next time: topics take turns.
+    next: usize,
+    positions: Arc<dyn CursorStore>,
+}
+
+struct TopicState {
+    stream: String,
+    topic: String,
+    /// Opened once the topic's file exists.
+    reader: Option<Arc<Mutex<TopicReader>>>,
+    /// The offset to read next.
+    read: u64,
+    /// The offset committed.
+    committed: u64,
+}
+
+#[async_trait]
+impl Reader for LocalLogReader {
+    async fn next(&mut self, max: u32) -> Result<Option<SinkBatch>, InputError> {
+        for turn in 0..self.topics.len() {
+            let index = (self.next + turn) % self.topics.len();
+            let records = read(&self.dir, &mut self.topics[index], max).await?;
+            if records.is_empty() {
+                continue;
+            }
+            let topic = &mut self.topics[index];
+            let batch = batch_of(&topic.stream, &topic.topic, records)?;
+            topic.read = end_of(&batch);
+            self.next = index + 1;
+            return Ok(Some(batch));
+        }
+        Ok(None)
+    }
+
+    async fn commit(&mut self, batch: &SinkBatch) -> Result<(), InputError> {
+        let topic =
+            self.topics.iter_mut().find(|t| t.stream == batch.stream && t.topic == batch.topic).ok_or_else(|| {
+                InputError(format!("{}/{} is not a topic this sink reads", batch.stream, batch.topic))
+            })?;
+        topic.committed = end_of(batch);
+        let positions: BTreeMap<String, u64> =
+            self.topics.iter().map(|t| (name_of(&t.stream, &t.topic), t.committed)).collect();
+        let state = serde_json::to_vec(&positions).expect("a map of numbers serializes");
+        let marks = self
+            .topics
+            .iter()
+            .filter(|t| t.committed > 0)
+            .map(|t| LogMark { stream: t.stream.clone(), topic: t.topic.clone(), end: t.committed })
+            .collect();
+        self.positions
+            .commit(state, Receipt { marks })
+            .await
+            .map(|_| ())
+            .map_err(|e| InputError(format!("cannot store the position: {e}")))
+    }
+}
+
+/// At most `max` records of `topic` from its read position (none while its file does
+/// not exist yet).
+async fn read(dir: &std::path::Path, topic: &mut TopicState, max: u32) -> Result<Vec<Record>, InputError> {
+    let reader = match &topic.reader {
+        Some(reader) => reader.clone(),
+        None => {
+            if !LocalLog::topic_file(dir, &topic.stream, &topic.topic).exists() {
+                return Ok(Vec::new());
+            }
+            let (dir, stream, name) = (dir.to_path_buf(), topic.stream.clone(), topic.topic.clone());
+            let opened = tokio::task::spawn_blocking(move || TopicReader::open(&dir, &stream, &name))
+                .await
+                .map_err(|e| InputError(format!("the reading task failed: {e}")))?
+                .map_err(|e| InputError(e.to_string()))?;
+            topic.reader.insert(Arc::new(Mutex::new(opened))).clone()
+        }
+    };
+    let from = topic.read;
+    tokio::task::spawn_blocking(move || reader.lock().unwrap_or_else(|e| e.into_inner()).read(from, u64::from(max)))
+        .await
+        .map_err(|e| InputError(format!("the reading task failed: {e}")))?
+        .map_err(|e| InputError(e.to_string()))
+}
+
+/// Records of one topic as the batch a sink receives (the local log has one
+/// partition per topic: 0).
+fn batch_of(stream: &str, topic: &str, records: Vec<Record>) -> Result<SinkBatch, InputError> {
+    let messages = records
+        .into_iter()
+        .map(|record| {
+            let headers = match &record.headers {
+                Some(json) => headers_from_json(json)
+                    .map_err(|e| InputError(format!("{stream}/{topic} offset {}: {e}", record.offset)))?,
+                None => Vec::new(),
+            };
+            Ok(StoredMessage {
+                offset: record.offset,
+                id: Uint128::from(record.id.unwrap_or(0)),
+                timestamp: record.appended_at_micros,
+                origin_timestamp: record.origin_timestamp,
+                headers,
+                payload: record.payload,
+            })
+        })
+        .collect::<Result<_, InputError>>()?;
+    Ok(SinkBatch { stream: stream.to_string(), topic: topic.to_string(), partition: 0, messages })
+}
