@@ -119,7 +119,7 @@ impl SinkLoop<'_> {
     ) -> Result<Vec<(usize, String)>, Exit> {
         let mut dead = Vec::new();
         // Parts still to write, the next one last.
-        let mut parts = vec![0..batch.messages.len()];
+        let mut parts: Vec<Range<usize>> = Vec::from([0..batch.messages.len()]);
         while let Some(part) = parts.pop() {
             let messages =
                 if part.len() == batch.messages.len() { Cow::Borrowed(batch) } else { Cow::Owned(slice(batch, &part)) };
