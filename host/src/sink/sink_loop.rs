@@ -118,8 +118,9 @@ impl SinkLoop<'_> {
         streak: &mut FailureStreak,
     ) -> Result<Vec<(usize, String)>, Exit> {
         let mut dead = Vec::new();
-        // Parts still to write, the next one last.
-        let mut parts: Vec<Range<usize>> = Vec::from([0..batch.messages.len()]);
+        // Parts still to write, the next one last: at first, the whole batch.
+        let mut parts: Vec<Range<usize>> = Vec::new();
+        parts.push(0..batch.messages.len());
         while let Some(part) = parts.pop() {
             let messages =
                 if part.len() == batch.messages.len() { Cow::Borrowed(batch) } else { Cow::Owned(slice(batch, &part)) };
