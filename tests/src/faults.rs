@@ -1,5 +1,6 @@
-//! Targets and state stores that fail on command, a target that holds a batch until
-//! told to let it go, and files made immutable (a fault that stops root too).
+//! Targets and state stores that fail on command, a target and a state store that
+//! hold what reaches them until told to let it go, and files made immutable (a fault
+//! that stops root too).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -12,6 +13,7 @@ use ferry::delivery::{Delivery, DeliveryError, Receipt, Target};
 use ferry::state::{Committed, CursorStore, StateError};
 use tokio::sync::{Semaphore, mpsc};
 
+use crate::harness::PATIENCE;
 use crate::records::message_seqs;
 
 /// A target that refuses every batch while its fault is on, remembering what it
@@ -78,37 +80,101 @@ impl CursorStore for FaultyCursor {
     }
 }
 
+/// Announces each arrival and holds it until released: what [`GatedTarget`] and
+/// [`GatedCursor`] share.
+struct Gate<T> {
+    arrivals: mpsc::UnboundedSender<T>,
+    arrived: tokio::sync::Mutex<mpsc::UnboundedReceiver<T>>,
+    permits: Semaphore,
+}
+
+impl<T> Gate<T> {
+    fn new() -> Self {
+        let (arrivals, arrived) = mpsc::unbounded_channel();
+        Gate { arrivals, arrived: tokio::sync::Mutex::new(arrived), permits: Semaphore::new(0) }
+    }
+
+    /// Announce `arrival`, then wait to be let through.
+    async fn pass(&self, arrival: T) {
+        let _ = self.arrivals.send(arrival);
+        self.permits.acquire().await.expect("the gate is never closed").forget();
+    }
+
+    /// The next arrival, failing the test after [`PATIENCE`].
+    async fn next_arrival(&self) -> T {
+        let next = async { self.arrived.lock().await.recv().await.expect("the gate is alive") };
+        tokio::time::timeout(PATIENCE, next).await.expect("nothing reached the gate")
+    }
+
+    /// Let `count` more arrivals through.
+    fn release(&self, count: usize) {
+        self.permits.add_permits(count);
+    }
+}
+
 /// A target that announces each batch and holds it until released.
 pub struct GatedTarget {
     inner: Arc<dyn Target>,
-    arrivals: mpsc::UnboundedSender<Vec<u64>>,
-    arrived: tokio::sync::Mutex<mpsc::UnboundedReceiver<Vec<u64>>>,
-    gate: Semaphore,
+    gate: Gate<Vec<u64>>,
 }
 
 impl GatedTarget {
     pub fn new(inner: Arc<dyn Target>) -> Arc<Self> {
-        let (arrivals, arrived) = mpsc::unbounded_channel();
-        Arc::new(GatedTarget { inner, arrivals, arrived: tokio::sync::Mutex::new(arrived), gate: Semaphore::new(0) })
+        Arc::new(GatedTarget { inner, gate: Gate::new() })
     }
 
     /// The `seq`s of the next batch that reaches the gate.
     pub async fn next_arrival(&self) -> Vec<u64> {
-        self.arrived.lock().await.recv().await.expect("the target is alive")
+        self.gate.next_arrival().await
     }
 
     /// Let `batches` more batches through.
     pub fn release(&self, batches: usize) {
-        self.gate.add_permits(batches);
+        self.gate.release(batches);
     }
 }
 
 #[async_trait]
 impl Target for GatedTarget {
     async fn deliver(&self, delivery: &Delivery) -> Result<Receipt, DeliveryError> {
-        let _ = self.arrivals.send(message_seqs(&delivery.messages));
-        self.gate.acquire().await.expect("the gate is never closed").forget();
+        self.gate.pass(message_seqs(&delivery.messages)).await;
         self.inner.deliver(delivery).await
+    }
+}
+
+/// A cursor store that announces each commit (the state to be stored) and holds it
+/// until released: the moment between a connector's decision to commit and the
+/// commit, made as long as a test needs.
+pub struct GatedCursor {
+    inner: Arc<dyn CursorStore>,
+    gate: Gate<Vec<u8>>,
+}
+
+impl GatedCursor {
+    pub fn new(inner: Arc<dyn CursorStore>) -> Arc<Self> {
+        Arc::new(GatedCursor { inner, gate: Gate::new() })
+    }
+
+    /// The state of the next commit that reaches the gate.
+    pub async fn next_arrival(&self) -> Vec<u8> {
+        self.gate.next_arrival().await
+    }
+
+    /// Let `commits` more commits through.
+    pub fn release(&self, commits: usize) {
+        self.gate.release(commits);
+    }
+}
+
+#[async_trait]
+impl CursorStore for GatedCursor {
+    async fn load(&self) -> Result<Option<Committed>, StateError> {
+        self.inner.load().await
+    }
+
+    async fn commit(&self, state: Vec<u8>, receipt: Receipt) -> Result<Committed, StateError> {
+        self.gate.pass(state.clone()).await;
+        self.inner.commit(state, receipt).await
     }
 }
 

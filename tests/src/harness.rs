@@ -1,16 +1,21 @@
 //! A host in a temporary directory, with real components, the real local log and
-//! real state files; and a running host whose events a test can wait for.
+//! real state files, for sources and for sinks reading that log; and a running host
+//! whose events a test can wait for.
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ferry::batch::Message;
 use ferry::config::{BackoffConfig, StreamConfig};
+use ferry::delivery::Delivery;
 use ferry::delivery::Target;
 use ferry::host::{Host, RunReport};
+use ferry::local_log::LocalLogInput;
 use ferry::local_log::{LocalLog, Record};
-use ferry::runtime::{EngineOptions, Runtime, Sandbox, SourceComponent};
+use ferry::runtime::{EngineOptions, Runtime, Sandbox, SinkComponent, SinkWorld, SourceComponent};
 use ferry::shutdown::{self, ShutdownTrigger};
+use ferry::sink::{DeadLetters, SinkConnector, SinkSettings};
 use ferry::source::{SourceConnector, SourceSettings};
 use ferry::state::{ConnectorStateFile, CursorStore, StateDir};
 use ferry::status::{Event, StatusBoard};
@@ -33,6 +38,23 @@ pub fn quick_settings() -> SourceSettings {
         restart_backoff: BackoffConfig { initial: ms(20), max: ms(100) },
     }
 }
+
+/// [`quick_settings`] for a sink: batches of at most 10 messages, and the backoff
+/// after a NACK as the backoff after a `retry`.
+pub fn quick_sink_settings() -> SinkSettings {
+    let source = quick_settings();
+    SinkSettings {
+        poll_interval: source.poll_interval,
+        batch_length: 10,
+        delivery_timeout: source.delivery_timeout,
+        max_consecutive_nacks: source.max_consecutive_nacks,
+        retry_backoff: source.nack_backoff,
+        restart_backoff: source.restart_backoff,
+    }
+}
+
+/// The stream of every local log topic the harness's connectors use.
+pub const STREAM: &str = "test";
 
 /// A temporary directory with a state directory and a local log, and a runtime.
 pub struct Harness {
@@ -70,6 +92,10 @@ impl Harness {
         self.runtime.load_source(Path::new(path)).unwrap_or_else(|e| panic!("{e}"))
     }
 
+    pub fn sink_component(&self, path: &str) -> Arc<SinkComponent> {
+        self.runtime.load::<SinkWorld>(Path::new(path)).unwrap_or_else(|e| panic!("{e}"))
+    }
+
     /// The state file of `key`, held by this process.
     pub fn cursor(&self, key: &str) -> Arc<ConnectorStateFile> {
         Arc::new(self.states.open(key).unwrap_or_else(|e| panic!("{e}")))
@@ -91,13 +117,59 @@ impl Harness {
         }
     }
 
-    /// What the local log holds for connector `key`.
-    pub fn records(&self, key: &str) -> Vec<Record> {
-        let path = LocalLog::topic_file(self.log.dir(), "test", key);
+    /// A sink `key` running `component` with `plugin_config`, reading the local log
+    /// topics `test/<topic>` of `topics`, its positions in the harness's state, with
+    /// no dead letters (see [`Harness::dead_letters`]).
+    pub fn sink(&self, key: &str, component: &str, plugin_config: serde_json::Value, topics: &[&str]) -> SinkConnector {
+        self.sink_keeping(key, component, plugin_config, topics, self.cursor(key))
+    }
+
+    /// [`Harness::sink`], its positions kept in `positions` (a faulty or gated store
+    /// around [`Harness::cursor`], say).
+    pub fn sink_keeping(
+        &self,
+        key: &str,
+        component: &str,
+        plugin_config: serde_json::Value,
+        topics: &[&str],
+        positions: Arc<dyn CursorStore>,
+    ) -> SinkConnector {
+        let topics = topics.iter().map(|topic| (STREAM.to_string(), topic.to_string())).collect();
+        SinkConnector {
+            key: key.into(),
+            tenant: None,
+            component: self.sink_component(component).into(),
+            plugin_config: plugin_config.to_string(),
+            settings: quick_sink_settings(),
+            sandbox: Sandbox::default(),
+            input: Arc::new(LocalLogInput::new(self.log.dir(), topics, positions)),
+            dead_letters: None,
+        }
+    }
+
+    /// Dead letters into the local log topic `test/<topic>`.
+    pub fn dead_letters(&self, topic: &str) -> DeadLetters {
+        DeadLetters { target: self.log.clone(), stream: vec![StreamConfig::new(STREAM, topic)].into() }
+    }
+
+    /// Append `messages` to the local log topic `test/<topic>`, as a source would.
+    pub async fn append(&self, topic: &str, messages: Vec<Message>) {
+        let delivery = Delivery {
+            connector: "test".into(),
+            streams: vec![StreamConfig::new(STREAM, topic)].into(),
+            messages: Arc::new(messages),
+        };
+        self.log.deliver(&delivery).await.unwrap_or_else(|e| panic!("appending to {STREAM}/{topic}: {e}"));
+    }
+
+    /// What the local log holds in topic `test/<topic>`: what source `<topic>`
+    /// delivered, or what a sink appended there.
+    pub fn records(&self, topic: &str) -> Vec<Record> {
+        let path = LocalLog::topic_file(self.log.dir(), STREAM, topic);
         if !path.exists() {
             return Vec::new();
         }
-        LocalLog::read_all(self.log.dir(), "test", key).unwrap_or_else(|e| panic!("{e}"))
+        LocalLog::read_all(self.log.dir(), STREAM, topic).unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// The committed cursor of `key` as another process would read it.
@@ -105,11 +177,27 @@ impl Harness {
         self.states.read(key).unwrap_or_else(|e| panic!("{e}"))
     }
 
+    /// The bytes of `key`'s state files: unchanged bytes mean nothing was written.
+    pub fn state_bytes(&self, key: &str) -> (Vec<u8>, Option<Vec<u8>>) {
+        let file = self.states.file_of(key);
+        let mut wal = file.clone().into_os_string();
+        wal.push("-wal");
+        (std::fs::read(&file).unwrap(), std::fs::read(wal).ok())
+    }
+
     /// A host with these connectors.
     pub fn host(&self, connectors: Vec<SourceConnector>) -> Host {
+        self.host_with(connectors, Vec::new())
+    }
+
+    /// A host with these sources and sinks.
+    pub fn host_with(&self, sources: Vec<SourceConnector>, sinks: Vec<SinkConnector>) -> Host {
         let mut host = Host::new(self.runtime.clone());
-        for connector in connectors {
+        for connector in sources {
             host.add_source(connector, None);
+        }
+        for connector in sinks {
+            host.add_sink(connector, None);
         }
         host
     }
@@ -176,6 +264,21 @@ impl Running {
         match tokio::time::timeout(PATIENCE, wait).await {
             Ok(event) => event,
             Err(_) => panic!("gave up waiting for {what}; status: {:#?}", self.status.snapshot()),
+        }
+    }
+
+    /// The events published since the last wait, without waiting: what a connector
+    /// reported before the moment a test stopped it at (a gate, say).
+    pub fn drain(&mut self) -> Vec<Event> {
+        let mut events = Vec::new();
+        loop {
+            match self.events.try_recv() {
+                Ok(event) => events.push(event),
+                Err(broadcast::error::TryRecvError::Lagged(n)) => {
+                    panic!("{n} events were lost: the test read too late")
+                }
+                Err(_) => return events,
+            }
         }
     }
 

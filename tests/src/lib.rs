@@ -9,6 +9,7 @@ pub mod iggy_server;
 pub mod logs;
 pub mod raw_component;
 pub mod records;
+pub mod sink_output;
 
 /// Paths of the components built from this workspace's guest crates.
 pub mod components {

@@ -1,8 +1,26 @@
 //! Reading `seq` back out of records, and the check every test ends with: every
-//! `seq` is there.
+//! `seq` is there. Also the messages tests append themselves, and the committed
+//! state of sources and sinks.
 
-use ferry::batch::Message;
+use std::collections::BTreeMap;
+
+use ferry::batch::{Message, Uint128};
 use ferry::local_log::Record;
+
+/// A `{"seq":N}` message with an id of its own, N + 1 (an id is never 0).
+pub fn seq_message(seq: u64) -> Message {
+    Message {
+        id: Some(Uint128::from(u128::from(seq) + 1)),
+        headers: Vec::new(),
+        payload: format!("{{\"seq\":{seq}}}").into_bytes(),
+        origin_timestamp: None,
+    }
+}
+
+/// Messages `{"seq":N}` for every N of `seqs`.
+pub fn seq_messages(seqs: std::ops::Range<u64>) -> Vec<Message> {
+    seqs.map(seq_message).collect()
+}
 
 /// The `seq` of a `{"seq":N,...}` payload.
 pub fn seq_of(payload: &[u8]) -> u64 {
@@ -43,4 +61,10 @@ pub fn assert_complete(seqs: &[u64], count: u64) -> usize {
 pub fn next_seq(state: &[u8]) -> u64 {
     let value: serde_json::Value = serde_json::from_slice(state).expect("a JSON cursor");
     value["next_seq"].as_u64().expect("next_seq in the cursor")
+}
+
+/// The positions of a sink's committed state, `{"stream/topic": next offset}`.
+pub fn positions(state: &[u8]) -> BTreeMap<String, u64> {
+    serde_json::from_slice(state)
+        .unwrap_or_else(|e| panic!("not a sink's positions ({e}): {}", String::from_utf8_lossy(state)))
 }

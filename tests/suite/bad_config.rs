@@ -11,7 +11,7 @@ use crate::process::{Ferry, Site, random_source_config};
 
 /// `ferry run config` with `env`; it must fail (and not hang: `wait` gives up and
 /// fails the test after a while) with exit code 1. Returns its log.
-fn refused(config: &Path, env: &[(&str, &str)]) -> String {
+pub fn refused(config: &Path, env: &[(&str, &str)]) -> String {
     let mut run = Ferry::start(config, env);
     let status = run.wait();
     let log = run.log();

@@ -5,23 +5,17 @@
 //! `FERRY_CRASH_ROUNDS` sets the number of kills (default 20), `FERRY_CRASH_SEED` the
 //! seed of the moments (printed, so a failing run can be repeated).
 
-use std::time::Duration;
-
 use ferry::local_log::LocalLog;
 use ferry_tests::records::{assert_complete, next_seq, seqs};
 use nix::sys::signal::Signal;
 
-use crate::process::{Ferry, Site, random_source_config};
+use crate::process::{Ferry, Site, crash_plan, random_source_config};
 
 const MAX_COUNT: u64 = 3000;
 
 #[test]
 fn kill_9_at_random_moments_loses_nothing() {
-    let rounds: u32 = std::env::var("FERRY_CRASH_ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(20);
-    let seed: u64 =
-        std::env::var("FERRY_CRASH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| fastrand::u64(..));
-    eprintln!("crash test: {rounds} rounds, FERRY_CRASH_SEED={seed}");
-    let mut rng = fastrand::Rng::with_seed(seed);
+    let (rounds, mut rng) = crash_plan("crash test");
 
     let site = Site::new();
     // About one batch every 2 ms: slow enough that every kill lands mid-flow.
@@ -30,14 +24,7 @@ fn kill_9_at_random_moments_loses_nothing() {
 
     let mut progress = Vec::new();
     for round in 0..rounds {
-        let mut ferry = Ferry::start(&config, &[]);
-        // A random moment: one round in five during start-up (compiling, opening the
-        // state), the others anywhere in the flow once the connector runs.
-        if rng.u8(0..5) > 0 {
-            ferry.wait_for_line(&["key=crashy", "running"]);
-        }
-        std::thread::sleep(Duration::from_millis(rng.u64(0..300)));
-        ferry.kill_9();
+        Ferry::start(&config, &[]).kill_9_at_a_random_moment(&mut rng, &["key=crashy", "running"]);
         let committed = check_invariant(&site, round);
         progress.push(committed);
     }

@@ -27,14 +27,6 @@ pub async fn wait_generation(running: &mut Running, key: &'static str, at_least:
         .await;
 }
 
-/// The bytes of a connector's state files: unchanged bytes mean nothing was written.
-fn state_bytes(h: &Harness, key: &str) -> (Vec<u8>, Option<Vec<u8>>) {
-    let file = h.states.file_of(key);
-    let mut wal = file.clone().into_os_string();
-    wal.push("-wal");
-    (std::fs::read(&file).unwrap(), std::fs::read(wal).ok())
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_delivery_is_nacked_and_the_same_records_come_again() {
     let h = Harness::new();
@@ -46,11 +38,11 @@ async fn a_refused_delivery_is_nacked_and_the_same_records_come_again() {
     wait_generation(&mut running, "refused", 3).await;
     target.set_failing(true);
     running.wait_for("a NACK", is_nack("refused", NackReason::DeliveryFailed)).await;
-    let before = (h.committed("refused"), state_bytes(&h, "refused"));
+    let before = (h.committed("refused"), h.state_bytes("refused"));
     for _ in 0..3 {
         running.wait_for("more NACKs", is_nack("refused", NackReason::DeliveryFailed)).await;
     }
-    let after = (h.committed("refused"), state_bytes(&h, "refused"));
+    let after = (h.committed("refused"), h.state_bytes("refused"));
     assert_eq!(before, after, "NACKs must leave the committed cursor and its file untouched");
 
     let refused = target.refused();
@@ -104,11 +96,11 @@ async fn a_failed_state_save_is_nacked_and_the_batch_is_delivered_again() {
     wait_generation(&mut running, "unsaved", 2).await;
     cursor.set_failing(true);
     running.wait_for("a NACK", is_nack("unsaved", NackReason::StateSaveFailed)).await;
-    let before = (h.committed("unsaved"), state_bytes(&h, "unsaved"));
+    let before = (h.committed("unsaved"), h.state_bytes("unsaved"));
     for _ in 0..3 {
         running.wait_for("more NACKs", is_nack("unsaved", NackReason::StateSaveFailed)).await;
     }
-    assert_eq!(before, (h.committed("unsaved"), state_bytes(&h, "unsaved")), "the cursor did not move");
+    assert_eq!(before, (h.committed("unsaved"), h.state_bytes("unsaved")), "the cursor did not move");
     let heard = capture().guest_lines("unsaved");
     assert!(heard.iter().any(|l| l.contains("not acknowledged (state save failed")), "{heard:?}");
 

@@ -19,5 +19,7 @@ mod process;
 mod sandbox;
 mod secrets;
 mod shutdown;
+mod sink_crash;
+mod sinks;
 mod stores;
 mod tenants;

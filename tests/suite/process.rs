@@ -90,6 +90,18 @@ impl Ferry {
         let _ = self.child.wait();
     }
 
+    /// `kill -9` at a moment drawn from `rng`: one time in five during start-up
+    /// (compiling, opening the state), the others up to 300 ms after ferry logged a
+    /// line with every one of `running`, anywhere in the flow. The pause is the
+    /// moment itself, not a wait for something.
+    pub fn kill_9_at_a_random_moment(&mut self, rng: &mut fastrand::Rng, running: &[&str]) {
+        if rng.u8(0..5) > 0 {
+            self.wait_for_line(running);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(rng.u64(0..300)));
+        self.kill_9();
+    }
+
     /// Wait for ferry to exit: its stderr closes when it does.
     pub fn wait(&mut self) -> ExitStatus {
         let deadline = Instant::now() + PATIENCE;
@@ -144,6 +156,17 @@ impl Site {
     }
 }
 
+/// How many times a crash test kills ferry (`FERRY_CRASH_ROUNDS`, default 20), and the
+/// generator of the moments, seeded from `FERRY_CRASH_SEED` or at random; both are
+/// printed, so that a failing run can be repeated.
+pub fn crash_plan(test: &str) -> (u32, fastrand::Rng) {
+    let rounds: u32 = std::env::var("FERRY_CRASH_ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(20);
+    let seed: u64 =
+        std::env::var("FERRY_CRASH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| fastrand::u64(..));
+    eprintln!("{test}: {rounds} rounds, FERRY_CRASH_SEED={seed}");
+    (rounds, fastrand::Rng::with_seed(seed))
+}
+
 /// A config with one random source `key` delivering to `demo/<key>`.
 pub fn random_source_config(key: &str, plugin_config: &str) -> String {
     format!(
@@ -170,5 +193,34 @@ topic = "{key}"
 {plugin_config}
 "#,
         component = ferry_tests::components::RANDOM_SOURCE
+    )
+}
+
+/// A `[[sinks]]` table: the file sink `key` reading `demo/feed` (what
+/// `random_source_config("feed", ..)` delivers to), with `settings` (TOML keys of the
+/// table, such as `batch_length = 7`), writing in the directory `<key>-out` next to
+/// the config (which must exist), granted as `/out`, with `plugin_config` added to
+/// its `plugin_config`.
+pub fn file_sink_table(key: &str, settings: &str, plugin_config: &str) -> String {
+    format!(
+        r#"
+[[sinks]]
+key = "{key}"
+path = "{component}"
+poll_interval = "2ms"
+{settings}
+
+[[sinks.streams]]
+stream = "demo"
+topics = ["feed"]
+
+[sinks.grants]
+dirs = [{{ host = "{key}-out", guest = "/out", writable = true }}]
+
+[sinks.plugin_config]
+directory = "/out"
+{plugin_config}
+"#,
+        component = ferry_tests::components::FILE_SINK
     )
 }

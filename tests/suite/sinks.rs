@@ -1,0 +1,65 @@
+//! Sink connectors reading the local log, with the faulty sink
+//! (`tests/guests/faulty-sink`) answering each way the contract allows: `retry`, a
+//! trap, `reject`, `unwritable`; and what the host must make of each: the same
+//! messages again with the offset where it was, dead letters with where they came
+//! from, bisection down to the poison messages, nothing ever dropped. Then graceful
+//! shutdown, and (as a process) bad sink configs, `ferry status` and `ferry state
+//! show`.
+
+mod answers;
+mod cli;
+mod shutdown;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use ferry::config::DirGrant;
+use ferry::sink::SinkConnector;
+use ferry::state::CursorStore;
+use ferry::status::Event;
+use ferry_tests::components::FAULTY_SINK;
+use ferry_tests::harness::Harness;
+use ferry_tests::records::positions;
+use serde_json::json;
+
+/// A faulty sink `key` reading `test/<topic>`, recording what it writes in a
+/// directory of its own (returned, granted as `/out`), with `modes` (its
+/// `plugin_config` keys) and its positions kept in `positions`.
+fn faulty_sink_keeping(
+    h: &Harness,
+    key: &str,
+    topic: &str,
+    modes: serde_json::Value,
+    positions: Arc<dyn CursorStore>,
+) -> (SinkConnector, PathBuf) {
+    let out = h.dir.path().join(format!("{key}-out"));
+    std::fs::create_dir(&out).unwrap();
+    let mut config = json!({ "dir": "/out" });
+    config.as_object_mut().unwrap().extend(modes.as_object().expect("modes are a JSON object").clone());
+    let mut sink = h.sink_keeping(key, FAULTY_SINK, config, &[topic], positions);
+    sink.sandbox.grants.dirs.push(DirGrant { host: out.clone(), guest: "/out".into(), writable: true });
+    (sink, out)
+}
+
+/// [`faulty_sink_keeping`] with its positions in the harness's state.
+fn faulty_sink(h: &Harness, key: &str, topic: &str, modes: serde_json::Value) -> (SinkConnector, PathBuf) {
+    faulty_sink_keeping(h, key, topic, modes, h.cursor(key))
+}
+
+/// Sink `key`'s committed position in `test/<topic>`, as another process would read
+/// it; `None` before its first commit.
+fn committed_position(h: &Harness, key: &str, topic: &str) -> Option<u64> {
+    let committed = h.committed(key)?;
+    let positions = positions(&committed.state);
+    assert_eq!(positions.len(), 1, "one topic read, one position: {positions:?}");
+    Some(
+        *positions
+            .get(&format!("test/{topic}"))
+            .unwrap_or_else(|| panic!("no position of test/{topic}: {positions:?}")),
+    )
+}
+
+/// Sink `key` settled a batch, storing the position `end`.
+fn written(key: &'static str, end: u64) -> impl FnMut(&Event) -> bool {
+    move |e| matches!(e, Event::Written { key: k, end: e, .. } if &**k == key && *e == end)
+}
