@@ -178,8 +178,8 @@ impl Reader for IggyReader {
         Ok(None)
     }
 
-    async fn commit(&mut self, batch: &SinkBatch) -> Result<(), InputError> {
-        let Some(last) = batch.messages.last() else { return Ok(()) };
+    async fn commit(&mut self, batch: &SinkBatch) -> Result<Option<u64>, InputError> {
+        let Some(last) = batch.messages.last() else { return Ok(None) };
         let live = self.connection.current().map_err(InputError)?;
         let topic =
             self.topics.iter().find(|t| t.stream == batch.stream && t.topic == batch.topic).ok_or_else(|| {
@@ -195,7 +195,7 @@ impl Reader for IggyReader {
                 last.offset,
             )
             .await;
-        stored.map_err(|e| {
+        stored.map(|()| None).map_err(|e| {
             let doing = format!("storing the offset of {}/{} partition {}", batch.stream, batch.topic, batch.partition);
             self.failed(&live, e, &doing)
         })
