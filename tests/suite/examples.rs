@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use ferry::config::{Config, ConnectorConfig};
+use ferry::config::Config;
 
 fn examples() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
