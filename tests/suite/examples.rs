@@ -22,14 +22,14 @@ fn every_example_config_loads_and_names_built_components() {
     assert!(files.len() >= 3, "quickstart, iggy and sandbox at least: {files:?}");
     for file in files {
         let config = Config::load(&file).unwrap_or_else(|e| panic!("{e}"));
-        assert!(!config.sources.is_empty(), "{}: no connector", file.display());
-        for source in &config.sources {
+        assert!(config.connectors().next().is_some(), "{}: no connector", file.display());
+        for connector in config.connectors() {
             assert!(
-                source.path.exists(),
+                connector.path().exists(),
                 "{}: `{}` names {}, which is not built",
                 file.display(),
-                source.key,
-                source.path.display()
+                connector.key(),
+                connector.path().display()
             );
         }
     }

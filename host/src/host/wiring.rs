@@ -10,15 +10,15 @@ use std::sync::Arc;
 use tracing::Instrument;
 
 use super::{Host, SetupError};
-use crate::config::{Allocator, ByteSize, Config, ConfigError, ConnectorConfig, IggyConfig};
+use crate::config::{Allocator, ByteSize, Config, ConfigError, ConnectorConfig, IggyConfig, SinkConfig};
 use crate::delivery::Target;
-use crate::iggy::IggyTarget;
+use crate::iggy::{IggyInput, IggyTarget};
 use crate::local_log::{LocalLog, LocalLogInput};
 use crate::runtime::{
     CheckedComponent, Compiler, ConnectorComponent, EngineOptions, LoadError, PendingComponent, PoolSize, Runtime,
     Sandbox, SinkWorld, SourceWorld, World,
 };
-use crate::sink::{DeadLetters, SinkConnector, SinkSettings};
+use crate::sink::{DeadLetters, Input, SinkConnector, SinkSettings};
 use crate::source::{SourceConnector, SourceSettings};
 use crate::state::{ConnectorStateFile, StateDir};
 use crate::status;
@@ -63,7 +63,7 @@ impl Host {
                 plugin_config,
                 settings: SinkSettings::from_config(sink),
                 sandbox: Sandbox { limits: sink.limits.clone(), grants: sink.grants.clone() },
-                input: Arc::new(LocalLogInput::new(&config.local_log.path, topics, Arc::new(state))),
+                input: wiring.input_of(sink, topics, state),
                 dead_letters: sink
                     .dead_letters
                     .as_ref()
@@ -80,11 +80,12 @@ impl Host {
 struct Wiring<'a> {
     config: &'a Config,
     runtime: Arc<Runtime>,
-    /// Iggy when configured; the local log otherwise.
-    target: Arc<dyn Target>,
+    /// The server, when `[iggy]` is configured; the local log is used otherwise.
+    iggy: Option<Arc<IggyTarget>>,
     /// A tenant with Iggy credentials of its own gets a connection of its own, so the
     /// server's permissions for that user decide what its connectors reach.
-    tenant_targets: HashMap<&'a str, Arc<dyn Target>>,
+    tenant_iggy: HashMap<&'a str, Arc<IggyTarget>>,
+    local_log: Arc<LocalLog>,
     state_dirs: HashMap<PathBuf, StateDir>,
     /// Components by file: connectors sharing one share its compile.
     sources: HashMap<PathBuf, PendingComponent<SourceWorld>>,
@@ -93,30 +94,31 @@ struct Wiring<'a> {
 
 impl<'a> Wiring<'a> {
     fn new(config: &'a Config, runtime: Arc<Runtime>) -> Result<Self, SetupError> {
-        let target: Arc<dyn Target> = match &config.iggy {
+        let iggy = match &config.iggy {
             Some(iggy) => {
-                tracing::info!(address = %iggy.address, transport = ?iggy.transport, "delivering to Iggy");
-                start_iggy(config, iggy, "[iggy]")?
+                tracing::info!(address = %iggy.address, transport = ?iggy.transport, "connectors use Iggy");
+                Some(start_iggy(config, iggy, "[iggy]")?)
             }
             None => {
-                tracing::info!(path = %config.local_log.path.display(), "delivering to the local log");
-                Arc::new(LocalLog::new(&config.local_log.path))
+                tracing::info!(path = %config.local_log.path.display(), "connectors use the local log");
+                None
             }
         };
-        let mut tenant_targets = HashMap::new();
+        let mut tenant_iggy = HashMap::new();
         for tenant in &config.tenants {
             if let (Some(iggy), Some(own)) = (&config.iggy, &tenant.iggy) {
                 let iggy = iggy.with_credentials_of(own);
                 let at = format!("[[tenants]] `{}`: [tenants.iggy]", tenant.key);
-                tracing::info!(tenant = %tenant.key, "delivering to Iggy with the tenant's own credentials");
-                tenant_targets.insert(tenant.key.as_str(), start_iggy(config, &iggy, &at)?);
+                tracing::info!(tenant = %tenant.key, "the tenant's connectors use Iggy with its own credentials");
+                tenant_iggy.insert(tenant.key.as_str(), start_iggy(config, &iggy, &at)?);
             }
         }
         Ok(Wiring {
             config,
             runtime,
-            target,
-            tenant_targets,
+            iggy,
+            tenant_iggy,
+            local_log: Arc::new(LocalLog::new(&config.local_log.path)),
             state_dirs: HashMap::new(),
             sources: HashMap::new(),
             sinks: HashMap::new(),
@@ -158,9 +160,27 @@ impl<'a> Wiring<'a> {
         Ok((plugin_config, state))
     }
 
-    /// Where `connector` delivers: its tenant's own connection, or the host's.
+    /// The Iggy server as `connector` reaches it: with its tenant's own credentials,
+    /// or the host's; `None` without `[iggy]`.
+    fn iggy_of(&self, connector: &dyn ConnectorConfig) -> Option<&Arc<IggyTarget>> {
+        connector.tenant().and_then(|t| self.tenant_iggy.get(t)).or(self.iggy.as_ref())
+    }
+
+    /// Where `connector` delivers (a source's batches, a sink's dead letters).
     fn target_of(&self, connector: &dyn ConnectorConfig) -> Arc<dyn Target> {
-        connector.tenant().and_then(|t| self.tenant_targets.get(t)).unwrap_or(&self.target).clone()
+        match self.iggy_of(connector) {
+            Some(iggy) => iggy.clone(),
+            None => self.local_log.clone(),
+        }
+    }
+
+    /// What `sink` reads `topics` from: Iggy in its consumer group, or the local log
+    /// with its positions in `state`.
+    fn input_of(&self, sink: &SinkConfig, topics: Vec<(String, String)>, state: ConnectorStateFile) -> Arc<dyn Input> {
+        match self.iggy_of(sink) {
+            Some(iggy) => Arc::new(IggyInput::new(iggy.connection(), topics, sink.consumer_group())),
+            None => Arc::new(LocalLogInput::new(&self.config.local_log.path, topics, Arc::new(state))),
+        }
     }
 }
 
@@ -220,7 +240,7 @@ fn runtime_error(options: &EngineOptions, error: anyhow::Error) -> SetupError {
     SetupError::Runtime(format!("{error:#}"))
 }
 
-fn start_iggy(config: &Config, iggy: &IggyConfig, at: &str) -> Result<Arc<dyn Target>, SetupError> {
+fn start_iggy(config: &Config, iggy: &IggyConfig, at: &str) -> Result<Arc<IggyTarget>, SetupError> {
     let target =
         IggyTarget::start(iggy).map_err(|e| SetupError::Iggy(format!("{}: {at}: {e}", config.file.display())))?;
     Ok(Arc::new(target))

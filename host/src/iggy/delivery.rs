@@ -37,6 +37,11 @@ impl IggyTarget {
         Ok(IggyTarget { connection: Connection::start(config, credentials), topics: Topics::default() })
     }
 
+    /// The connection, for a sink reading from the same server as the same user.
+    pub fn connection(&self) -> Arc<Connection> {
+        self.connection.clone()
+    }
+
     async fn deliver_to(
         &self,
         client: &iggy::prelude::IggyClient,

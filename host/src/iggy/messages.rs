@@ -1,5 +1,5 @@
-//! From the contract's messages to Iggy's: payload, typed headers, id, origin
-//! timestamp; and which partition each one goes to.
+//! From the contract's messages to Iggy's and back: payload, typed headers, id,
+//! origin timestamp; and which partition each one goes to.
 //!
 //! Keyed partitioning is resolved here, not by the server, so that a batch becomes
 //! one send per partition rather than one per distinct key. The mapping is the
@@ -9,12 +9,15 @@
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
-use iggy::prelude::{HeaderKey, HeaderValue as IggyHeaderValue, IggyMessage, Partitioning as IggyPartitioning};
+use iggy::prelude::{
+    HeaderKey, HeaderKind, HeaderValue as IggyHeaderValue, IggyMessage, Partitioning as IggyPartitioning,
+};
 
 use super::topics::TopicInfo;
-use crate::batch::{HeaderValue, Message};
+use crate::batch::{Header, HeaderValue, Int128, Message, Uint128};
 use crate::config::Partitioning;
 use crate::guest_text;
+use crate::sink::input::StoredMessage;
 
 /// `message` as Iggy sends it. Errors say which rule of Iggy's the message breaks.
 pub fn to_iggy(index: usize, message: &Message) -> Result<IggyMessage, String> {
@@ -43,6 +46,57 @@ pub fn to_iggy(index: usize, message: &Message) -> Result<IggyMessage, String> {
         built.header.origin_timestamp = origin;
     }
     Ok(built)
+}
+
+/// A message Iggy stored, as a sink receives it: its offset, id and timestamps, its
+/// typed headers (a key that is not text, which Iggy allows and the contract does not,
+/// is written as text), and its payload.
+pub fn from_iggy(message: &IggyMessage) -> Result<StoredMessage, String> {
+    let header = &message.header;
+    let at = |what: String| format!("offset {}: {what}", header.offset);
+    let headers = match message.user_headers_map().map_err(|e| at(format!("unreadable headers ({e})")))? {
+        None => Vec::new(),
+        Some(map) => map
+            .iter()
+            .map(|(key, value)| {
+                let key = match key.kind() {
+                    HeaderKind::String => key.as_str().map(str::to_string).unwrap_or_else(|_| key.to_string()),
+                    _ => key.to_string(),
+                };
+                let value = header_from_iggy(value).map_err(|e| at(format!("header {key:?}: {e}")))?;
+                Ok(Header { key, value })
+            })
+            .collect::<Result<_, String>>()?,
+    };
+    Ok(StoredMessage {
+        offset: header.offset,
+        id: Uint128::from(header.id),
+        timestamp: header.timestamp,
+        // Iggy keeps 0 for "the producer did not say".
+        origin_timestamp: (header.origin_timestamp != 0).then_some(header.origin_timestamp),
+        headers,
+        payload: message.payload.to_vec(),
+    })
+}
+
+fn header_from_iggy(value: &IggyHeaderValue) -> Result<HeaderValue, iggy::prelude::IggyError> {
+    Ok(match value.kind() {
+        HeaderKind::Raw => HeaderValue::Raw(value.as_raw()?.to_vec()),
+        HeaderKind::String => HeaderValue::String(value.as_str()?.to_string()),
+        HeaderKind::Bool => HeaderValue::Bool(value.as_bool()?),
+        HeaderKind::Int8 => HeaderValue::Int8(value.as_int8()?),
+        HeaderKind::Int16 => HeaderValue::Int16(value.as_int16()?),
+        HeaderKind::Int32 => HeaderValue::Int32(value.as_int32()?),
+        HeaderKind::Int64 => HeaderValue::Int64(value.as_int64()?),
+        HeaderKind::Int128 => HeaderValue::Int128(Int128::from(value.as_int128()?)),
+        HeaderKind::Uint8 => HeaderValue::Uint8(value.as_uint8()?),
+        HeaderKind::Uint16 => HeaderValue::Uint16(value.as_uint16()?),
+        HeaderKind::Uint32 => HeaderValue::Uint32(value.as_uint32()?),
+        HeaderKind::Uint64 => HeaderValue::Uint64(value.as_uint64()?),
+        HeaderKind::Uint128 => HeaderValue::Uint128(Uint128::from(value.as_uint128()?)),
+        HeaderKind::Float32 => HeaderValue::Float32(value.as_float32()?),
+        HeaderKind::Float64 => HeaderValue::Float64(value.as_float64()?),
+    })
 }
 
 fn header_value(value: &HeaderValue) -> Result<IggyHeaderValue, iggy::prelude::IggyError> {

@@ -101,7 +101,7 @@ impl Reader for LocalLogReader {
         Ok(None)
     }
 
-    async fn commit(&mut self, batch: &SinkBatch) -> Result<(), InputError> {
+    async fn commit(&mut self, batch: &SinkBatch) -> Result<Option<u64>, InputError> {
         let topic =
             self.topics.iter_mut().find(|t| t.stream == batch.stream && t.topic == batch.topic).ok_or_else(|| {
                 InputError(format!("{}/{} is not a topic this sink reads", batch.stream, batch.topic))
@@ -119,7 +119,7 @@ impl Reader for LocalLogReader {
         self.positions
             .commit(state, Receipt { marks })
             .await
-            .map(|_| ())
+            .map(|committed| Some(committed.generation))
             .map_err(|e| InputError(format!("cannot store the position: {e}")))
     }
 }

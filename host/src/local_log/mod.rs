@@ -32,8 +32,7 @@ use crate::sqlite::{self, Database, Format, StoreError};
 
 pub use input::LocalLogInput;
 pub use read::TopicReader;
-use record::headers_json;
-pub use record::{Record, headers_from_json};
+pub use record::{Record, headers_from_json, headers_json};
 pub use verify::LogCheckError;
 
 const FORMAT: Format = Format {

@@ -29,8 +29,9 @@ pub trait Reader: Send {
 
     /// Store, durably, that every message of `batch` is settled: the position of its
     /// partition moves past it. Until this returns `Ok`, the batch is read again by
-    /// the next reader.
-    async fn commit(&mut self, batch: &SinkBatch) -> Result<(), InputError>;
+    /// the next reader. `Ok` carries the generation of the stored positions when the
+    /// store counts them (Ferry's state store does; Iggy does not).
+    async fn commit(&mut self, batch: &SinkBatch) -> Result<Option<u64>, InputError>;
 }
 
 /// The offset after `batch`'s last message: the position a commit stores.

@@ -88,9 +88,10 @@ impl SinkLoop<'_> {
             }
 
             // 3. Store the offset past it.
-            if let Err(exit) = self.commit(&batch, &mut backoff, &mut streak).await {
-                return exit;
-            }
+            let generation = match self.commit(&batch, &mut backoff, &mut streak).await {
+                Ok(generation) => generation,
+                Err(exit) => return exit,
+            };
             let bytes = batch.messages.iter().map(|m| m.payload.len()).sum();
             let at = Written {
                 stream: &batch.stream,
@@ -99,6 +100,7 @@ impl SinkLoop<'_> {
                 end: end_of(&batch),
                 messages: batch.messages.len(),
                 dead: dead.len(),
+                generation,
             };
             self.status.written(at, bytes);
             self.settled += 1;
@@ -220,10 +222,10 @@ impl SinkLoop<'_> {
         batch: &SinkBatch,
         backoff: &mut Backoff,
         streak: &mut FailureStreak,
-    ) -> Result<(), Exit> {
+    ) -> Result<Option<u64>, Exit> {
         loop {
             match self.reader.commit(batch).await {
-                Ok(()) => return Ok(()),
+                Ok(generation) => return Ok(generation),
                 Err(error) => {
                     let reason = format!("written, but the offset was not stored: {error}");
                     self.retry_later(reason, backoff, streak).await?;

@@ -25,6 +25,8 @@ pub struct Written<'a> {
     pub messages: usize,
     /// How many of them went to the dead letters.
     pub dead: usize,
+    /// The generation of the stored positions, when the store counts them.
+    pub generation: Option<u64>,
 }
 
 /// Lines about a connector's errors, NACKs and traps, per second on average.
@@ -120,7 +122,7 @@ impl Reporter {
     /// A sink's batch is settled: `messages` written, `dead` of them dead-lettered,
     /// and the offset past them stored.
     pub fn written(&self, at: Written<'_>, bytes: usize) {
-        let Written { stream, topic, partition, end, messages, dead } = at;
+        let Written { stream, topic, partition, end, messages, dead, generation } = at;
         tracing::debug!(stream, topic, partition, end, messages, dead, bytes, "batch written, offset stored");
         if dead > 0 {
             self.problem_line(|| {
@@ -148,6 +150,9 @@ impl Reporter {
             s.bytes_delivered += bytes as u64;
             s.dead_lettered += dead as u64;
             s.consecutive_nacks = 0;
+            if generation.is_some() {
+                s.committed_generation = generation;
+            }
         });
     }
 

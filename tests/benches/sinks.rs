@@ -1,0 +1,198 @@
+//! `cargo bench -p ferry-tests --bench sinks`: how fast a sink drains the local log,
+//! next to a native program doing the same work in the same run.
+//!
+//! A topic of the local log is filled first (outside the clock). Then, for each shape
+//! (messages per batch × payload bytes):
+//!
+//! * `ferry-null`: a sink connector whose guest acknowledges every batch and writes
+//!   nothing (`faulty-sink` with `record = false`): read a batch, lift it into the
+//!   guest, answer, store the position in the state file (one fsync per batch);
+//! * `native-null`: a plain loop doing exactly that without wasm: read the same
+//!   batches with the same reader, store the position the same way;
+//! * `ferry-file`: the `file-sink` connector: each message as a JSON line appended to a
+//!   file and fsynced before the answer, then the position stored;
+//! * `native-file`: the same lines (the same fields, built with `serde_json`) appended
+//!   and fsynced by a plain loop, then the position stored the same way.
+//!
+//! Each pair runs back to back in one process on the same data, so the ratio
+//! `ferry / native` is the cost of the sandboxed host. Printed: messages/s, MB/s of
+//! payload, µs per batch.
+//!
+//! `FERRY_BENCH_SCALE=0.1` reads a tenth of the messages (a quick look).
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ferry::batch::Message;
+use ferry::config::{DirGrant, StreamConfig};
+use ferry::delivery::{Delivery, LogMark, Receipt, Target};
+use ferry::host::Host;
+use ferry::local_log::{LocalLog, LocalLogInput, TopicReader, headers_from_json};
+use ferry::runtime::{Runtime, Sandbox, SinkWorld};
+use ferry::sink::{SinkConnector, SinkSettings};
+use ferry::state::{CursorStore, StateDir};
+use ferry::status::Event;
+use ferry_tests::components::{FAULTY_SINK, FILE_SINK};
+use ferry_tests::harness::{Running, quick_settings};
+use serde_json::json;
+
+const SHAPES: &[(u32, usize)] = &[(100, 100), (1000, 100), (1000, 1000)];
+const MESSAGES: u64 = 200_000;
+
+struct Measured {
+    messages: u64,
+    batches: u64,
+    elapsed: Duration,
+}
+
+fn main() {
+    let scale: f64 = std::env::var("FERRY_BENCH_SCALE").ok().and_then(|s| s.parse().ok()).unwrap_or(1.0);
+    let tokio = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let runtime = Arc::new(Runtime::new().expect("runtime"));
+    println!(
+        "{:<12} {:>6} {:>8} {:>9} {:>12} {:>9} {:>11} {:>7}",
+        "sink", "batch", "payload", "batches", "msg/s", "MB/s", "µs/batch", "ratio"
+    );
+    for &(batch, payload) in SHAPES {
+        let messages = ((MESSAGES as f64 * scale) as u64).max(u64::from(batch) * 20);
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("log");
+        tokio.block_on(fill(&log, messages, payload));
+        for kind in ["null", "file"] {
+            let ferry = tokio.block_on(ferry_sink(&runtime, dir.path(), kind, batch, messages));
+            let native = native_sink(dir.path(), kind, batch, messages);
+            print_row(&format!("ferry-{kind}"), batch, payload, &ferry, None);
+            print_row(&format!("native-{kind}"), batch, payload, &native, Some(&ferry));
+        }
+    }
+}
+
+/// `messages` records of `payload` bytes in `bench/t` of the log in `log`.
+async fn fill(log: &Path, messages: u64, payload: usize) {
+    let target = LocalLog::new(log);
+    let text = "x".repeat(payload.saturating_sub(24));
+    let mut seq = 0;
+    while seq < messages {
+        let chunk: Vec<Message> = (seq..(seq + 5000).min(messages))
+            .map(|n| Message {
+                id: Some(u128::from(n + 1).into()),
+                headers: vec![],
+                payload: format!("{{\"seq\":{n},\"text\":\"{text}\"}}").into_bytes(),
+                origin_timestamp: Some(1),
+            })
+            .collect();
+        seq += chunk.len() as u64;
+        let delivery = Delivery {
+            connector: "fill".into(),
+            streams: vec![StreamConfig::new("bench", "t")].into(),
+            messages: Arc::new(chunk),
+        };
+        target.deliver(&delivery).await.expect("filling the log");
+    }
+}
+
+/// A sink connector draining `bench/t` into the null sink or the file sink; the clock
+/// runs from its first settled batch to the one that ends the topic.
+async fn ferry_sink(runtime: &Arc<Runtime>, dir: &Path, kind: &str, batch: u32, messages: u64) -> Measured {
+    let key = format!("ferry-{kind}-{batch}");
+    let out = dir.join(&key);
+    std::fs::create_dir_all(&out).unwrap();
+    let (component, plugin_config) = match kind {
+        "null" => (FAULTY_SINK, json!({ "record": false })),
+        _ => (FILE_SINK, json!({ "directory": "/out" })),
+    };
+    let mut sandbox = Sandbox::default();
+    sandbox.grants.dirs = vec![DirGrant { host: out, guest: "/out".into(), writable: true }];
+    sandbox.limits.memory = ferry::config::ByteSize::mib(256);
+    let state = StateDir::new(dir.join("state")).open(&key).expect("state");
+    let quick = quick_settings();
+    let settings = SinkSettings {
+        poll_interval: Duration::from_millis(1),
+        batch_length: batch,
+        delivery_timeout: quick.delivery_timeout,
+        max_consecutive_nacks: quick.max_consecutive_nacks,
+        retry_backoff: quick.nack_backoff,
+        restart_backoff: quick.restart_backoff,
+    };
+    let connector = SinkConnector {
+        key: key.as_str().into(),
+        tenant: None,
+        component: runtime.load::<SinkWorld>(Path::new(component)).expect("the sink loads").into(),
+        plugin_config: plugin_config.to_string(),
+        settings,
+        sandbox,
+        input: Arc::new(LocalLogInput::new(dir.join("log"), vec![("bench".into(), "t".into())], Arc::new(state))),
+        dead_letters: None,
+    };
+    let mut host = Host::new(runtime.clone());
+    host.add_sink(connector, None);
+    let mut running = Running::start(host);
+    running.wait_for("the first batch", |e| matches!(e, Event::Written { .. })).await;
+    let start = Instant::now();
+    running.wait_for("the last batch", |e| matches!(e, Event::Written { end, .. } if *end == messages)).await;
+    let elapsed = start.elapsed();
+    running.stop().await;
+    let batches = messages.div_ceil(u64::from(batch)) - 1;
+    Measured { messages: messages - u64::from(batch), batches, elapsed }
+}
+
+/// The same work without wasm: read each batch with the same reader, write it (or
+/// not), store the position in a state file the same way.
+fn native_sink(dir: &Path, kind: &str, batch: u32, messages: u64) -> Measured {
+    let key = format!("native-{kind}-{batch}");
+    let state = StateDir::new(dir.join("state")).open(&key).expect("state");
+    let reader = TopicReader::open(&dir.join("log"), "bench", "t").expect("the topic");
+    let mut file = (kind == "file")
+        .then(|| std::fs::OpenOptions::new().create(true).append(true).open(dir.join(format!("{key}.jsonl"))).unwrap());
+    let tokio = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let (mut at, mut batches, mut start) = (0u64, 0u64, None);
+    while at < messages {
+        let records = reader.read(at, u64::from(batch)).expect("reading");
+        if let Some(file) = &mut file {
+            let mut lines = Vec::with_capacity(records.len() * 256);
+            for record in &records {
+                let headers = record.headers.as_ref().map(headers_from_json).transpose().unwrap().unwrap_or_default();
+                let line = json!({
+                    "stream": "bench", "topic": "t", "partition": 0, "offset": record.offset,
+                    "id": record.id.unwrap_or(0).to_string(), "timestamp": record.appended_at_micros,
+                    "origin_timestamp": record.origin_timestamp,
+                    "headers": ferry::local_log::headers_json(&headers),
+                    "payload": String::from_utf8_lossy(&record.payload),
+                });
+                serde_json::to_writer(&mut lines, &line).unwrap();
+                lines.push(b'\n');
+            }
+            file.write_all(&lines).unwrap();
+            file.sync_data().unwrap();
+        }
+        at = records.last().map_or(at, |r| r.offset + 1);
+        let positions = serde_json::to_vec(&json!({ "bench/t": at })).unwrap();
+        let receipt = Receipt { marks: vec![LogMark { stream: "bench".into(), topic: "t".into(), end: at }] };
+        tokio.block_on(state.commit(positions, receipt)).expect("storing the position");
+        if start.is_none() {
+            start = Some(Instant::now());
+        } else {
+            batches += 1;
+        }
+    }
+    Measured { messages: messages - u64::from(batch), batches, elapsed: start.unwrap().elapsed() }
+}
+
+fn print_row(name: &str, batch: u32, payload: usize, m: &Measured, versus: Option<&Measured>) {
+    let seconds = m.elapsed.as_secs_f64();
+    let rate = m.messages as f64 / seconds;
+    let ratio = versus.map(|ferry| format!("{:.2}", (ferry.messages as f64 / ferry.elapsed.as_secs_f64()) / rate));
+    println!(
+        "{:<12} {:>6} {:>8} {:>9} {:>12.0} {:>9.1} {:>11.1} {:>7}",
+        name,
+        batch,
+        payload,
+        m.batches,
+        rate,
+        (m.messages as f64 * payload as f64) / seconds / 1e6,
+        seconds * 1e6 / m.batches as f64,
+        ratio.unwrap_or_default(),
+    );
+}
