@@ -35,7 +35,7 @@ use ferry::sink::{SinkConnector, SinkSettings};
 use ferry::state::{CursorStore, StateDir};
 use ferry::status::Event;
 use ferry_tests::components::{FAULTY_SINK, FILE_SINK};
-use ferry_tests::harness::{Running, quick_settings};
+use ferry_tests::harness::{Running, quick_sink_settings};
 use serde_json::json;
 
 const SHAPES: &[(u32, usize)] = &[(100, 100), (1000, 100), (1000, 1000)];
@@ -107,15 +107,8 @@ async fn ferry_sink(runtime: &Arc<Runtime>, dir: &Path, kind: &str, batch: u32, 
     sandbox.grants.dirs = vec![DirGrant { host: out, guest: "/out".into(), writable: true }];
     sandbox.limits.memory = ferry::config::ByteSize::mib(256);
     let state = StateDir::new(dir.join("state")).open(&key).expect("state");
-    let quick = quick_settings();
-    let settings = SinkSettings {
-        poll_interval: Duration::from_millis(1),
-        batch_length: batch,
-        delivery_timeout: quick.delivery_timeout,
-        max_consecutive_nacks: quick.max_consecutive_nacks,
-        retry_backoff: quick.nack_backoff,
-        restart_backoff: quick.restart_backoff,
-    };
+    let settings =
+        SinkSettings { poll_interval: Duration::from_millis(1), batch_length: batch, ..quick_sink_settings() };
     let connector = SinkConnector {
         key: key.as_str().into(),
         tenant: None,

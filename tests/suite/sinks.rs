@@ -8,6 +8,7 @@
 
 mod answers;
 mod cli;
+mod positions;
 mod shutdown;
 
 use std::path::PathBuf;
@@ -22,28 +23,29 @@ use ferry_tests::harness::Harness;
 use ferry_tests::records::positions;
 use serde_json::json;
 
-/// A faulty sink `key` reading `test/<topic>`, recording what it writes in a
-/// directory of its own (returned, granted as `/out`), with `modes` (its
-/// `plugin_config` keys) and its positions kept in `positions`.
+/// A faulty sink `key` reading `test/<topic>` of each of `topics`, recording what it
+/// writes in a directory of its own (returned, granted as `/out`; the same for every
+/// sink `key` of a test), with `modes` (its `plugin_config` keys) and its positions
+/// kept in `positions`.
 fn faulty_sink_keeping(
     h: &Harness,
     key: &str,
-    topic: &str,
+    topics: &[&str],
     modes: serde_json::Value,
     positions: Arc<dyn CursorStore>,
 ) -> (SinkConnector, PathBuf) {
     let out = h.dir.path().join(format!("{key}-out"));
-    std::fs::create_dir(&out).unwrap();
+    std::fs::create_dir_all(&out).unwrap();
     let mut config = json!({ "dir": "/out" });
     config.as_object_mut().unwrap().extend(modes.as_object().expect("modes are a JSON object").clone());
-    let mut sink = h.sink_keeping(key, FAULTY_SINK, config, &[topic], positions);
+    let mut sink = h.sink_keeping(key, FAULTY_SINK, config, topics, positions);
     sink.sandbox.grants.dirs.push(DirGrant { host: out.clone(), guest: "/out".into(), writable: true });
     (sink, out)
 }
 
 /// [`faulty_sink_keeping`] with its positions in the harness's state.
-fn faulty_sink(h: &Harness, key: &str, topic: &str, modes: serde_json::Value) -> (SinkConnector, PathBuf) {
-    faulty_sink_keeping(h, key, topic, modes, h.cursor(key))
+fn faulty_sink(h: &Harness, key: &str, topics: &[&str], modes: serde_json::Value) -> (SinkConnector, PathBuf) {
+    faulty_sink_keeping(h, key, topics, modes, h.cursor(key))
 }
 
 /// Sink `key`'s committed position in `test/<topic>`, as another process would read

@@ -5,7 +5,9 @@
 //! (what `ferry state show` prints), saved with a receipt that marks the same
 //! positions, so that a log which later lost what a sink already read past is
 //! noticed at start (see `LocalLog::verify_cursor`): appending there again would
-//! reuse offsets the sink skips.
+//! reuse offsets the sink skips. The position of a topic the sink does not read now
+//! (left out of its config for a while) is kept as it was, mark and all: it is
+//! committed progress, and the topic goes on from there when it is back.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -43,7 +45,7 @@ fn name_of(stream: &str, topic: &str) -> String {
 impl Input for LocalLogInput {
     async fn open(&self) -> Result<Box<dyn Reader>, InputError> {
         let committed = self.positions.load().await.map_err(|e| InputError(format!("cannot load positions: {e}")))?;
-        let positions: BTreeMap<String, u64> = match &committed {
+        let mut kept: BTreeMap<String, u64> = match &committed {
             None => BTreeMap::new(),
             Some(committed) => serde_json::from_slice(&committed.state).map_err(|e| {
                 InputError(format!(
@@ -56,11 +58,25 @@ impl Input for LocalLogInput {
             .topics
             .iter()
             .map(|(stream, topic)| {
-                let at = positions.get(&name_of(stream, topic)).copied().unwrap_or(0);
+                let at = kept.remove(&name_of(stream, topic)).unwrap_or(0);
                 TopicState { stream: stream.clone(), topic: topic.clone(), reader: None, read: at, committed: at }
             })
             .collect();
-        Ok(Box::new(LocalLogReader { dir: self.dir.clone(), topics, next: 0, positions: self.positions.clone() }))
+        let kept_marks = committed
+            .iter()
+            .flat_map(|c| &c.receipt.marks)
+            .filter(|mark| kept.contains_key(&name_of(&mark.stream, &mark.topic)))
+            .cloned()
+            .collect();
+        Ok(Box::new(LocalLogReader {
+            dir: self.dir.clone(),
+            topics,
+            next: 0,
+            positions: self.positions.clone(),
+            kept,
+            kept_marks,
+            generation: committed.map(|c| c.generation),
+        }))
     }
 }
 
@@ -70,6 +86,12 @@ struct LocalLogReader {
     /// The topic to look at first next time: topics take turns.
     next: usize,
     positions: Arc<dyn CursorStore>,
+    /// The committed positions of topics not read now, and their marks: stored
+    /// again, unchanged, with every commit.
+    kept: BTreeMap<String, u64>,
+    kept_marks: Vec<LogMark>,
+    /// The generation of the positions it started from.
+    generation: Option<u64>,
 }
 
 struct TopicState {
@@ -85,6 +107,10 @@ struct TopicState {
 
 #[async_trait]
 impl Reader for LocalLogReader {
+    fn generation(&self) -> Option<u64> {
+        self.generation
+    }
+
     async fn next(&mut self, max: u32) -> Result<Option<SinkBatch>, InputError> {
         for turn in 0..self.topics.len() {
             let index = (self.next + turn) % self.topics.len();
@@ -107,15 +133,15 @@ impl Reader for LocalLogReader {
                 InputError(format!("{}/{} is not a topic this sink reads", batch.stream, batch.topic))
             })?;
         topic.committed = end_of(batch);
-        let positions: BTreeMap<String, u64> =
-            self.topics.iter().map(|t| (name_of(&t.stream, &t.topic), t.committed)).collect();
+        let mut positions = self.kept.clone();
+        positions.extend(self.topics.iter().map(|t| (name_of(&t.stream, &t.topic), t.committed)));
         let state = serde_json::to_vec(&positions).expect("a map of numbers serializes");
-        let marks = self
-            .topics
-            .iter()
-            .filter(|t| t.committed > 0)
-            .map(|t| LogMark { stream: t.stream.clone(), topic: t.topic.clone(), end: t.committed })
-            .collect();
+        let read_now = self.topics.iter().filter(|t| t.committed > 0).map(|t| LogMark {
+            stream: t.stream.clone(),
+            topic: t.topic.clone(),
+            end: t.committed,
+        });
+        let marks = self.kept_marks.iter().cloned().chain(read_now).collect();
         self.positions
             .commit(state, Receipt { marks })
             .await

@@ -23,6 +23,13 @@ pub trait Input: Send + Sync {
 
 #[async_trait]
 pub trait Reader: Send {
+    /// The generation of the positions this reader started from, when the store
+    /// counts them (Ferry's state store does; Iggy does not): where an instance
+    /// starts, for its first log line and its status.
+    fn generation(&self) -> Option<u64> {
+        None
+    }
+
     /// The next batch after what this reader read: at most `max` consecutive
     /// messages of one partition, or `None` when there is nothing now.
     async fn next(&mut self, max: u32) -> Result<Option<SinkBatch>, InputError>;

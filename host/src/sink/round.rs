@@ -35,7 +35,7 @@ impl Supervised for SinkConnector {
             Ok(reader) => reader,
             Err(error) => return failed(format!("cannot open the input: {error}")),
         };
-        status.starting(instance, None);
+        status.starting(instance, reader.generation());
 
         let fuel_meter = status.meters().fuel_consumed.clone();
         let mut guest = match runtime.instantiate(component, &self.sandbox, log, fuel_meter).await {

@@ -2,7 +2,8 @@
 //! `retry` hands the same messages again and leaves the offset; a trap restarts
 //! from the committed offset and costs no neighbour anything; `reject` dead-letters
 //! the poison messages before the offset moves; `unwritable` is bisected down to the
-//! poison messages; a rejection with nowhere to put it is retried, never dropped.
+//! poison messages; a poison message with nowhere to put it (no dead letters) is
+//! retried, never dropped.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -33,7 +34,7 @@ async fn a_retried_batch_comes_again_and_its_offset_moves_only_after_the_ack() {
     // Every commit waits at the gate: the test looks at the state while the sink loop
     // is held between the guest's answer and the commit.
     let gate = GatedCursor::new(h.cursor("retrier"));
-    let (sink, out) = faulty_sink_keeping(&h, "retrier", "retried", json!({ "retry_times": 3 }), gate.clone());
+    let (sink, out) = faulty_sink_keeping(&h, "retrier", &["retried"], json!({ "retry_times": 3 }), gate.clone());
     let mut running = Running::start(h.host_with(Vec::new(), vec![sink]));
 
     let mut stored = None;
@@ -76,12 +77,12 @@ async fn a_retried_batch_comes_again_and_its_offset_moves_only_after_the_ack() {
 async fn a_trap_mid_batch_restarts_from_the_committed_offset_while_a_neighbour_keeps_writing() {
     let h = Harness::new();
     h.append("trapped", seq_messages(0..30)).await;
-    let (mut trapper, trapper_out) = faulty_sink(&h, "trapper", "trapped", json!({ "trap_on_seq": 15 }));
+    let (mut trapper, trapper_out) = faulty_sink(&h, "trapper", &["trapped"], json!({ "trap_on_seq": 15 }));
     // Down for a second after the trap: the neighbour writes hundreds of batches
     // meanwhile, so this is not a race.
     trapper.settings.restart_backoff = BackoffConfig { initial: Duration::from_secs(1), max: Duration::from_secs(1) };
     let feed = h.source("feed", RANDOM_SOURCE, json!({ "messages_per_batch": 5, "interval": "5ms" }));
-    let (steady, steady_out) = faulty_sink(&h, "steady", "feed", json!({}));
+    let (steady, steady_out) = faulty_sink(&h, "steady", &["feed"], json!({}));
     let mut running = Running::start(h.host_with(vec![feed], vec![trapper, steady]));
 
     let mut seen = Vec::new();
@@ -135,7 +136,7 @@ async fn a_rejected_message_is_dead_lettered_with_where_it_came_from_before_the_
     messages[6].headers = vec![Header { key: "customer".into(), value: HeaderValue::Uint64(42) }];
     messages[6].origin_timestamp = Some(1_234_567);
     h.append("orders", messages).await;
-    let (mut sink, out) = faulty_sink(&h, "picky", "orders", json!({ "reject_seqs": [6] }));
+    let (mut sink, out) = faulty_sink(&h, "picky", &["orders"], json!({ "reject_seqs": [6] }));
     let destination = FaultyTarget::new(h.log.clone());
     destination.set_failing(true);
     sink.dead_letters = Some(DeadLetters { target: destination.clone(), ..h.dead_letters("dead") });
@@ -189,7 +190,7 @@ async fn unwritable_batches_are_split_until_each_poison_message_is_alone() {
     let h = Harness::new();
     h.append("mixed", seq_messages(0..40)).await;
     let poison = [3, 17, 18, 39];
-    let (mut sink, out) = faulty_sink(&h, "bisector", "mixed", json!({ "unwritable_seqs": poison }));
+    let (mut sink, out) = faulty_sink(&h, "bisector", &["mixed"], json!({ "unwritable_seqs": poison }));
     sink.settings.batch_length = 20;
     sink.dead_letters = Some(h.dead_letters("poison"));
     let mut running = Running::start(h.host_with(Vec::new(), vec![sink]));
@@ -224,34 +225,49 @@ async fn unwritable_batches_are_split_until_each_poison_message_is_alone() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_rejection_with_no_dead_letters_is_retried_and_never_dropped() {
+async fn a_poison_message_with_no_dead_letters_is_retried_and_never_dropped() {
     let h = Harness::new();
     h.append("kept", seq_messages(0..20)).await;
-    let (mut sink, out) = faulty_sink(&h, "stubborn", "kept", json!({ "reject_seqs": [15] }));
+    // `reject`: the guest wrote the others each time, and is handed them again.
+    let rejecting = never_dropped(&h, "stubborn", json!({ "reject_seqs": [15] }), "(the first: poison seq 15)").await;
+    assert!(rejecting.iter().filter(|seq| **seq == 16).count() >= 6, "{rejecting:?}");
+    // `unwritable`: no bisection, nowhere to put what it would isolate.
+    let unwritable = never_dropped(&h, "obstinate", json!({ "unwritable_seqs": [15] }), "(poison somewhere)").await;
+    assert_eq!(unwritable, (0..10).collect::<Vec<_>>(), "nothing of the batch with the poison is written");
+
+    let topics: Vec<String> = LocalLog::topics(h.log.dir()).unwrap().into_iter().map(|t| t.topic).collect();
+    assert_eq!(topics, ["kept"], "the message went nowhere else");
+}
+
+/// Run sink `key`, a faulty sink with `modes` that can never write seq 15 of
+/// `test/kept` (0..20) and no dead letters, with `max_consecutive_nacks = 3`, through
+/// two failed instances; check that its offset stayed before the batch holding 15 and
+/// its state file did not change, and that the failure says `why` and that no
+/// dead_letters are configured. What the guest wrote.
+async fn never_dropped(h: &Harness, key: &'static str, modes: serde_json::Value, why: &str) -> Vec<u64> {
+    let (mut sink, out) = faulty_sink(h, key, &["kept"], modes);
     sink.settings.max_consecutive_nacks = 3;
     let mut running = Running::start(h.host_with(Vec::new(), vec![sink]));
 
-    running.wait_for("the first batch", written("stubborn", 10)).await;
-    let before = (h.committed("stubborn"), h.state_bytes("stubborn"));
-    assert_eq!(committed_position(&h, "stubborn", "kept"), Some(10));
-    let is_failed = |e: &Event| matches!(e, Event::Failed { key, .. } if &**key == "stubborn");
+    running.wait_for("the first batch", written(key, 10)).await;
+    let before = (h.committed(key), h.state_bytes(key));
+    assert_eq!(committed_position(h, key, "kept"), Some(10));
+    let is_failed = |e: &Event| matches!(e, Event::Failed { key: k, .. } if &**k == key);
     let Event::Failed { reason, .. } = running.wait_for("the connector to fail", is_failed).await else {
         unreachable!()
     };
     assert!(reason.starts_with("3 retries or read failures in a row; the last: retry: "), "{reason}");
-    assert!(reason.contains("(the first: poison seq 15), and no dead_letters are configured"), "{reason}");
-    running.wait_for("the restart", |e| matches!(e, Event::Started { key, instance: 2 } if &**key == "stubborn")).await;
+    assert!(reason.contains(why) && reason.contains("no dead_letters are configured"), "{reason}");
+    running.wait_for("the restart", |e| matches!(e, Event::Started { key: k, instance: 2 } if &**k == key)).await;
     running.wait_for("the restarted instance to fail too", is_failed).await;
-    assert_eq!(before, (h.committed("stubborn"), h.state_bytes("stubborn")), "the state file did not change");
-    let status = running.status.get("stubborn").unwrap();
+    assert_eq!(before, (h.committed(key), h.state_bytes(key)), "the state file did not change");
+    let status = running.status.get(key).unwrap();
     assert!(status.nacks >= 6 && status.instances >= 2 && status.dead_lettered == 0, "{status:?}");
     running.stop().await;
 
-    assert_eq!(committed_position(&h, "stubborn", "kept"), Some(10), "the offset never passed the message");
-    let topics: Vec<String> = LocalLog::topics(h.log.dir()).unwrap().into_iter().map(|t| t.topic).collect();
-    assert_eq!(topics, ["kept"], "the message went nowhere else");
-    // The batch was handed again and again, the rejected message never written.
+    assert_eq!(committed_position(h, key, "kept"), Some(10), "the offset never passed the message");
     let written = faulty_sink_written(&out);
     assert!(!written.contains(&15), "{written:?}");
-    assert!(written.iter().filter(|seq| **seq == 16).count() >= 6, "{written:?}");
+    assert_eq!(written.iter().filter(|seq| **seq < 10).count(), 10, "the first batch written once: {written:?}");
+    written
 }

@@ -171,13 +171,14 @@ reject_seqs = [5, 7]
 
     let status = ferry_stdout(&["status", config.to_str().unwrap()]);
     assert!(status.contains("stopped cleanly"), "{status}");
-    for (key, role, messages, dead) in [("archive", "sink", archive, 0), ("picky", "sink", picky, 2)] {
+    for (key, messages, dead) in [("archive", archive, 0), ("picky", picky, 2)] {
         let row = status_row(&status, key);
+        let generation = site.states().read(key).unwrap().unwrap().generation.to_string();
         let (messages, dead) = (messages.to_string(), dead.to_string());
         assert_eq!(
-            [row[1].as_str(), row[3].as_str(), row[6].as_str(), row[8].as_str()],
-            [role, "stopped", &messages, &dead],
-            "ROLE, PHASE, MESSAGES, DEAD of {key}:\n{status}"
+            [row[1].as_str(), row[3].as_str(), row[6].as_str(), row[8].as_str(), row[10].as_str()],
+            ["sink", "stopped", &messages, &dead, &generation],
+            "ROLE, PHASE, MESSAGES, DEAD, GENERATION of {key}:\n{status}"
         );
     }
     assert_eq!(status_row(&status, "feed")[1], "source", "{status}");

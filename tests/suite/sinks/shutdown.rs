@@ -25,7 +25,7 @@ async fn shutdown_lets_the_batch_in_flight_settle_then_closes_the_sink() {
     let h = Harness::new();
     h.append("closing", seq_messages(0..25)).await;
     let gate = GatedCursor::new(h.cursor("closer"));
-    let (sink, out) = faulty_sink_keeping(&h, "closer", "closing", json!({}), gate.clone());
+    let (sink, out) = faulty_sink_keeping(&h, "closer", &["closing"], json!({}), gate.clone());
     let running = Running::start(h.host_with(Vec::new(), vec![sink]));
 
     // The guest acked the first batch; its offset is on its way to the state.
@@ -48,7 +48,7 @@ async fn shutdown_lets_the_batch_in_flight_settle_then_closes_the_sink() {
 async fn shutdown_cuts_a_retry_backoff_short_stores_nothing_and_closes_the_sink() {
     let h = Harness::new();
     h.append("waiting", seq_messages(0..5)).await;
-    let (mut sink, out) = faulty_sink(&h, "patient", "waiting", json!({ "retry_times": 1000 }));
+    let (mut sink, out) = faulty_sink(&h, "patient", &["waiting"], json!({ "retry_times": 1000 }));
     let minute = Duration::from_secs(60);
     sink.settings.retry_backoff = BackoffConfig { initial: minute, max: minute };
     let mut host = h.host_with(Vec::new(), vec![sink]);
