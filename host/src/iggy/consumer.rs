@@ -60,7 +60,9 @@ impl Input for IggyInput {
             .collect::<Result<_, InputError>>()?;
         let group_id =
             Identifier::named(&self.group).map_err(|e| InputError(format!("consumer_group {:?}: {e}", self.group)))?;
-        let mut reader = IggyReader {
+        // The group is joined on the first read, once the connection is up: the host
+        // starts while the server may still be down.
+        Ok(Box::new(IggyReader {
             connection: self.connection.clone(),
             topics,
             consumer: Consumer::group(group_id.clone()),
@@ -68,9 +70,7 @@ impl Input for IggyInput {
             group: self.group.clone(),
             next: 0,
             joined: None,
-        };
-        reader.join().await?;
-        Ok(Box::new(reader))
+        }))
     }
 }
 
