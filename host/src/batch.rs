@@ -188,7 +188,7 @@ fn message_size(message: &Message) -> u64 {
 }
 
 /// A header's key and value, as the bytes it takes (a number counts as 16).
-fn header_size(header: &Header) -> u64 {
+pub(crate) fn header_size(header: &Header) -> u64 {
     let value = match &header.value {
         HeaderValue::String(s) => s.len(),
         HeaderValue::Raw(b) => b.len(),

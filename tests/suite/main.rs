@@ -12,6 +12,7 @@ mod examples;
 mod faults;
 mod flow;
 mod iggy_live;
+mod iggy_sinks;
 mod iggy_tenants;
 mod isolation;
 mod pooling;

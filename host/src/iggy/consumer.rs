@@ -23,7 +23,7 @@ use iggy::prelude::{
 use super::connection::{Connection, Live};
 use super::error::RequestError;
 use super::messages::from_iggy;
-use crate::sink::input::{Input, InputError, Reader, SinkBatch};
+use crate::sink::input::{Budget, Input, InputError, Reader, SinkBatch};
 
 /// A sink's input from an Iggy server.
 pub struct IggyInput {
@@ -60,7 +60,9 @@ impl Input for IggyInput {
             .collect::<Result<_, InputError>>()?;
         let group_id =
             Identifier::named(&self.group).map_err(|e| InputError(format!("consumer_group {:?}: {e}", self.group)))?;
-        let mut reader = IggyReader {
+        // The group is joined on the first read, once the connection is up: the host
+        // starts while the server may still be down.
+        Ok(Box::new(IggyReader {
             connection: self.connection.clone(),
             topics,
             consumer: Consumer::group(group_id.clone()),
@@ -68,9 +70,7 @@ impl Input for IggyInput {
             group: self.group.clone(),
             next: 0,
             joined: None,
-        };
-        reader.join().await?;
-        Ok(Box::new(reader))
+        }))
     }
 }
 
@@ -144,12 +144,12 @@ impl IggyReader {
 
 #[async_trait]
 impl Reader for IggyReader {
-    async fn next(&mut self, max: u32) -> Result<Option<SinkBatch>, InputError> {
+    async fn next(&mut self, budget: Budget) -> Result<Option<SinkBatch>, InputError> {
         let live = self.live().await?;
         for turn in 0..self.topics.len() {
             let index = (self.next + turn) % self.topics.len();
             let topic = &self.topics[index];
-            let polled = match poll(&live.client, topic, &self.consumer, max).await {
+            let polled = match poll(&live.client, topic, &self.consumer, budget.messages).await {
                 Ok(polled) => polled,
                 // The server forgot this member (it restarted, or rebalanced): join again.
                 Err(IggyError::ConsumerGroupMemberNotFound(..)) => {
@@ -168,12 +168,15 @@ impl Reader for IggyReader {
                 InputError(format!("{}/{} partition {}: {e}", topic.stream, topic.topic, polled.partition_id))
             })?;
             self.next = index + 1;
-            return Ok(Some(SinkBatch {
+            let mut batch = SinkBatch {
                 stream: topic.stream.clone(),
                 topic: topic.topic.clone(),
                 partition: polled.partition_id,
                 messages,
-            }));
+            };
+            // What is trimmed off comes again: the group's offset has not moved.
+            budget.trim(&mut batch);
+            return Ok(Some(batch));
         }
         Ok(None)
     }

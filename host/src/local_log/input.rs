@@ -18,7 +18,7 @@ use async_trait::async_trait;
 use super::{LocalLog, Record, TopicReader, headers_from_json};
 use crate::batch::Uint128;
 use crate::delivery::{LogMark, Receipt};
-use crate::sink::input::{Input, InputError, Reader, SinkBatch, StoredMessage, end_of};
+use crate::sink::input::{Budget, Input, InputError, Reader, SinkBatch, StoredMessage, end_of};
 use crate::state::CursorStore;
 
 /// A sink's input from the local log under `dir`.
@@ -111,15 +111,16 @@ impl Reader for LocalLogReader {
         self.generation
     }
 
-    async fn next(&mut self, max: u32) -> Result<Option<SinkBatch>, InputError> {
+    async fn next(&mut self, budget: Budget) -> Result<Option<SinkBatch>, InputError> {
         for turn in 0..self.topics.len() {
             let index = (self.next + turn) % self.topics.len();
-            let records = read(&self.dir, &mut self.topics[index], max).await?;
+            let records = read(&self.dir, &mut self.topics[index], budget.messages).await?;
             if records.is_empty() {
                 continue;
             }
             let topic = &mut self.topics[index];
-            let batch = batch_of(&topic.stream, &topic.topic, records)?;
+            let mut batch = batch_of(&topic.stream, &topic.topic, records)?;
+            budget.trim(&mut batch);
             topic.read = end_of(&batch);
             self.next = index + 1;
             return Ok(Some(batch));

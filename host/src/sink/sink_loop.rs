@@ -21,7 +21,7 @@ use std::borrow::Cow;
 use std::ops::Range;
 
 use super::SinkConnector;
-use super::input::{Reader, SinkBatch, end_of};
+use super::input::{Budget, Reader, SinkBatch, end_of};
 use crate::backoff::Backoff;
 use crate::exit::{Exit, FailureStreak};
 use crate::runtime::SinkInstance;
@@ -57,10 +57,12 @@ impl SinkLoop<'_> {
         let settings = self.connector.settings;
         let mut backoff = Backoff::new(settings.retry_backoff);
         let mut streak = FailureStreak::new(settings.max_consecutive_nacks, "retries or read failures");
+        let budget =
+            Budget { messages: settings.batch_length, bytes: self.connector.sandbox.limits.max_batch_bytes.bytes() };
 
         while !self.shutdown.is_requested() {
             // 1. Read the next batch.
-            let batch = match self.reader.next(settings.batch_length).await {
+            let batch = match self.reader.next(budget).await {
                 Ok(Some(batch)) => batch,
                 Ok(None) => {
                     self.status.idle();

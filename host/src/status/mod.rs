@@ -113,7 +113,7 @@ pub enum Event {
         key: Arc<str>,
         reason: String,
     },
-    /// A sink could not read its input, or store its offset.
+    /// A sink could not read its input, deliver its dead letters, or store its offset.
     InputFailed {
         key: Arc<str>,
         detail: String,

@@ -168,7 +168,8 @@ impl Reporter {
         });
     }
 
-    /// A sink could not read its input or store its offset.
+    /// A sink could not read its input, deliver its dead letters, or store its offset:
+    /// the offset does not move, and it is tried again.
     pub fn input_failed(&self, detail: &str) {
         let detail = guest_text::clean(detail, MAX_MESSAGE);
         self.problem_line(|| tracing::warn!("{detail}"));

@@ -1,0 +1,255 @@
+//! Sinks reading a live Iggy server (opt-in, like every live test: see
+//! `ferry_tests::iggy_server`). The file sink writes what it reads, and the test
+//! checks the files: every message once through kills of ferry and of the server;
+//! two ferry processes in one consumer group divide the partitions, and when one is
+//! killed the other takes its partitions over from the stored offsets, nothing lost;
+//! a tenant's sink reads only what its Iggy user may read.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use ferry_tests::components::FILE_SINK;
+use ferry_tests::iggy_server::{IggyServer, PASSWORD, USERNAME, live_server};
+use iggy::prelude::{
+    ConsumerGroupClient, Identifier, IggyMessage, MessageClient, Partitioning, Permissions, StreamClient,
+    StreamPermissions, TopicClient, TopicCreateOptions, UserClient, UserStatus,
+};
+use nix::sys::signal::Signal;
+
+use crate::process::{Ferry, PATIENCE, Site};
+
+/// `count` messages `{"seq":N}` in `stream/topic`, created with `partitions`
+/// partitions, fsynced at every send (so that killing the server loses none), sent
+/// in batches of 100 spread over the partitions.
+async fn fill(server: &IggyServer, stream: &str, topic: &str, partitions: u32, count: u64) {
+    let client = server.client().await;
+    let stream_id = Identifier::named(stream).unwrap();
+    if client.get_stream(&stream_id).await.unwrap().is_none() {
+        client.create_stream(stream).await.unwrap();
+    }
+    let options = TopicCreateOptions {
+        partitions_count: Some(partitions),
+        enforce_fsync: Some(true),
+        messages_required_to_save: Some(1),
+        ..Default::default()
+    };
+    client.create_topic(&stream_id, topic, &options).await.unwrap();
+    let topic_id = Identifier::named(topic).unwrap();
+    for start in (0..count).step_by(100) {
+        let mut batch: Vec<IggyMessage> = (start..(start + 100).min(count))
+            .map(|seq| {
+                IggyMessage::builder().payload(format!("{{\"seq\":{seq}}}").into_bytes().into()).build().unwrap()
+            })
+            .collect();
+        client.send_messages(&stream_id, &topic_id, &Partitioning::balanced(), &mut batch).await.unwrap();
+    }
+}
+
+/// A config running the file sink `key` (consumer group `group`) on `stream/topic`
+/// of `server`, signed in as `user` (root when `None`, else as tenant `acme`),
+/// writing into `out` of the site.
+fn sink_config(server: &IggyServer, key: &str, stream: &str, topic: &str, tenant_password: Option<&str>) -> String {
+    let tenant = match tenant_password {
+        Some(password) => {
+            format!("[[tenants]]\nkey = \"acme\"\n[tenants.iggy]\nusername = \"acme\"\npassword = \"{password}\"\n")
+        }
+        None => String::new(),
+    };
+    let member = if tenant_password.is_some() { "tenant = \"acme\"" } else { "" };
+    format!(
+        r#"
+[runtime]
+shutdown_grace_period = "20s"
+progress_interval = "1s"
+
+[state]
+path = "state"
+
+[iggy]
+address = "{address}"
+username = "{USERNAME}"
+password = "{PASSWORD}"
+reconnect_backoff = {{ initial = "100ms", max = "1s" }}
+
+{tenant}
+
+[[sinks]]
+key = "{key}"
+{member}
+path = "{FILE_SINK}"
+poll_interval = "5ms"
+batch_length = 50
+consumer_group = "archive"
+max_consecutive_nacks = 1000
+retry_backoff = {{ initial = "20ms", max = "200ms" }}
+
+[[sinks.streams]]
+stream = "{stream}"
+topics = ["{topic}"]
+
+[sinks.plugin_config]
+directory = "/out"
+
+[sinks.grants]
+dirs = [{{ host = "out", guest = "/out", writable = true }}]
+"#,
+        address = server.address()
+    )
+}
+
+/// A site for a sink: its config, and the directory the sink writes into.
+fn site(config: impl FnOnce() -> String) -> (Site, std::path::PathBuf) {
+    let site = Site::new();
+    std::fs::create_dir_all(site.path("out")).unwrap();
+    let path = site.config("ferry.toml", &config());
+    (site, path)
+}
+
+/// What the file sink wrote in `out`: (partition, offset) → every seq written there
+/// (more than one would be a duplicate in the file).
+fn written(out: &Path) -> BTreeMap<(u32, u64), Vec<u64>> {
+    let mut lines = BTreeMap::<(u32, u64), Vec<u64>>::new();
+    let Ok(entries) = std::fs::read_dir(out) else { return lines };
+    for entry in entries.filter_map(Result::ok) {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.ends_with(".jsonl") {
+            continue;
+        }
+        for line in std::fs::read_to_string(entry.path()).unwrap().lines() {
+            let Ok(line) = serde_json::from_str::<serde_json::Value>(line) else { continue };
+            let payload: serde_json::Value = serde_json::from_str(line["payload"].as_str().unwrap()).unwrap();
+            let key = (line["partition"].as_u64().unwrap() as u32, line["offset"].as_u64().unwrap());
+            lines.entry(key).or_default().push(payload["seq"].as_u64().unwrap());
+        }
+    }
+    lines
+}
+
+/// The seqs in `lines`, each once, checking that no (partition, offset) was written
+/// twice to one file set.
+fn seqs_once(lines: &BTreeMap<(u32, u64), Vec<u64>>) -> BTreeSet<u64> {
+    for (at, seqs) in lines {
+        assert_eq!(seqs.len(), 1, "partition {} offset {} written {} times", at.0, at.1, seqs.len());
+    }
+    lines.values().flatten().copied().collect()
+}
+
+/// Wait (reading the files again and again, up to [`PATIENCE`]) until `done` holds.
+fn until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + PATIENCE;
+    while !done() {
+        assert!(Instant::now() < deadline, "gave up waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_sink_writes_every_message_once_through_kills_of_ferry_and_of_the_server() {
+    let Some(mut server) =
+        live_server("iggy_sinks::a_sink_writes_every_message_once_through_kills_of_ferry_and_of_the_server")
+    else {
+        return;
+    };
+    const COUNT: u64 = 3000;
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(fill(&server, "orders", "created", 1, COUNT));
+    let (site, config) = site(|| sink_config(&server, "archive", "orders", "created", None));
+    let seed = fastrand::u64(..);
+    eprintln!("FERRY_CRASH_SEED={seed}");
+    let mut rng = fastrand::Rng::with_seed(seed);
+    for round in 0..8 {
+        let mut ferry = Ferry::start(&config, &[]);
+        ferry.wait_for_line(&["key=archive", "joined consumer group"]);
+        if round == 4 {
+            // The server dies under the running sink, and comes back on the same data.
+            std::thread::sleep(Duration::from_millis(rng.u64(0..200)));
+            server.kill();
+            server.restart();
+            ferry.wait_for_line(&["key=archive", "joined consumer group"]);
+        }
+        std::thread::sleep(Duration::from_millis(rng.u64(0..300)));
+        ferry.kill_9();
+        seqs_once(&written(&site.path("out")));
+    }
+    let mut ferry = Ferry::start(&config, &[]);
+    until("every message in the file", || written(&site.path("out")).len() as u64 == COUNT);
+    ferry.signal(Signal::SIGTERM);
+    assert!(ferry.wait().success(), "{}", ferry.log());
+    assert_eq!(seqs_once(&written(&site.path("out"))), (0..COUNT).collect(), "every message, once");
+}
+
+#[test]
+fn two_ferries_in_one_consumer_group_divide_the_partitions_and_one_killed_loses_nothing() {
+    let Some(server) =
+        live_server("iggy_sinks::two_ferries_in_one_consumer_group_divide_the_partitions_and_one_killed_loses_nothing")
+    else {
+        return;
+    };
+    const COUNT: u64 = 4000;
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(fill(&server, "orders", "paid", 4, COUNT));
+    let (a, config_a) = site(|| sink_config(&server, "shared", "orders", "paid", None));
+    let (b, config_b) = site(|| sink_config(&server, "shared", "orders", "paid", None));
+    let mut ferry_a = Ferry::start(&config_a, &[]);
+    let mut ferry_b = Ferry::start(&config_b, &[]);
+    ferry_a.wait_for_line(&["key=shared", "joined consumer group"]);
+    ferry_b.wait_for_line(&["key=shared", "joined consumer group"]);
+    // Both members get partitions of their own.
+    until("both members to write", || !written(&a.path("out")).is_empty() && !written(&b.path("out")).is_empty());
+    let partitions = |site: &Site| written(&site.path("out")).keys().map(|(p, _)| *p).collect::<BTreeSet<_>>();
+    let (of_a, of_b) = (partitions(&a), partitions(&b));
+    assert!(of_a.is_disjoint(&of_b), "the group divides the partitions: {of_a:?} and {of_b:?}");
+    ferry_a.kill_9();
+    // B takes over A's partitions from their stored offsets.
+    let all = || {
+        let mut union = written(&a.path("out"));
+        for (at, seqs) in written(&b.path("out")) {
+            union.entry(at).or_default().extend(seqs);
+        }
+        union
+    };
+    until("every message written by one of them", || all().len() as u64 == COUNT);
+    ferry_b.signal(Signal::SIGTERM);
+    assert!(ferry_b.wait().success(), "{}", ferry_b.log());
+    let seqs: BTreeSet<u64> = all().values().flatten().copied().collect();
+    assert_eq!(seqs, (0..COUNT).collect(), "none lost");
+    let twice = all().values().filter(|s| s.len() > 1).count();
+    eprintln!("A wrote partitions {of_a:?}, B {of_b:?}; {twice} message(s) written by both (A's last batch)");
+    assert!(twice <= 2 * 50, "at most the batch A had in flight per partition comes again: {twice}");
+}
+
+#[test]
+fn a_tenants_sink_reads_only_what_its_iggy_user_may_read() {
+    let Some(server) = live_server("iggy_sinks::a_tenants_sink_reads_only_what_its_iggy_user_may_read") else {
+        return;
+    };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        fill(&server, "allowed", "feed", 1, 100).await;
+        fill(&server, "forbidden", "feed", 1, 100).await;
+        let root = server.client().await;
+        let allowed = root.get_stream(&Identifier::named("allowed").unwrap()).await.unwrap().unwrap().id as usize;
+        let read = StreamPermissions { read_stream: true, poll_messages: true, ..Default::default() };
+        let permissions = Permissions { global: Default::default(), streams: Some(BTreeMap::from([(allowed, read)])) };
+        root.create_user("acme", "acme-secret", UserStatus::Active, Some(permissions)).await.unwrap();
+        // The groups exist already, so that what is refused is reading, not creating.
+        for stream in ["allowed", "forbidden"] {
+            let (s, t) = (Identifier::named(stream).unwrap(), Identifier::named("feed").unwrap());
+            root.create_consumer_group(&s, &t, "archive").await.unwrap();
+        }
+    });
+    let (ok, config_ok) = site(|| sink_config(&server, "mine", "allowed", "feed", Some("acme-secret")));
+    let mut ferry = Ferry::start(&config_ok, &[]);
+    until("the allowed stream written", || written(&ok.path("out")).len() == 100);
+    ferry.signal(Signal::SIGTERM);
+    assert!(ferry.wait().success(), "{}", ferry.log());
+
+    let (refused, config_refused) = site(|| sink_config(&server, "theirs", "forbidden", "feed", Some("acme-secret")));
+    let mut ferry = Ferry::start(&config_refused, &[]);
+    let line = ferry.wait_for_line(&["key=theirs", "tenant=acme", "forbidden/feed"]);
+    assert!(line.to_lowercase().contains("unauthorized") || line.contains("ermission"), "{line}");
+    ferry.signal(Signal::SIGTERM);
+    assert!(ferry.wait().success(), "{}", ferry.log());
+    assert!(written(&refused.path("out")).is_empty(), "nothing of a stream the user may not read");
+}
