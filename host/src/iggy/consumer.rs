@@ -23,7 +23,8 @@ use iggy::prelude::{
 use super::connection::{Connection, Live};
 use super::error::RequestError;
 use super::messages::from_iggy;
-use crate::sink::input::{Budget, Input, InputError, Reader, SinkBatch};
+use crate::sink::input::{Budget, Input, InputError, OpenError, Reader, SinkBatch};
+use crate::status::StartingFrom;
 
 /// A sink's input from an Iggy server.
 pub struct IggyInput {
@@ -42,7 +43,7 @@ impl IggyInput {
 
 #[async_trait]
 impl Input for IggyInput {
-    async fn open(&self) -> Result<Box<dyn Reader>, InputError> {
+    async fn open(&self) -> Result<Box<dyn Reader>, OpenError> {
         let topics = self
             .topics
             .iter()
@@ -144,6 +145,10 @@ impl IggyReader {
 
 #[async_trait]
 impl Reader for IggyReader {
+    fn starting_from(&self) -> StartingFrom {
+        StartingFrom::Elsewhere("the consumer group's offsets on the Iggy server")
+    }
+
     async fn next(&mut self, budget: Budget) -> Result<Option<SinkBatch>, InputError> {
         let live = self.live().await?;
         for turn in 0..self.topics.len() {

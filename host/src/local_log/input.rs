@@ -18,8 +18,9 @@ use async_trait::async_trait;
 use super::{LocalLog, Record, TopicReader, headers_from_json};
 use crate::batch::Uint128;
 use crate::delivery::{LogMark, Receipt};
-use crate::sink::input::{Budget, Input, InputError, Reader, SinkBatch, StoredMessage, end_of};
-use crate::state::CursorStore;
+use crate::sink::input::{Budget, Input, InputError, OpenError, Reader, SinkBatch, StoredMessage, end_of};
+use crate::state::{CursorStore, StateError};
+use crate::status::StartingFrom;
 
 /// A sink's input from the local log under `dir`.
 pub struct LocalLogInput {
@@ -36,6 +37,16 @@ impl LocalLogInput {
     }
 }
 
+/// Committed positions, `{"stream/topic": offset}`: anything else (a source's
+/// cursor under this key, say) is not a sink's and must not be overwritten.
+fn positions(state: &[u8]) -> Result<BTreeMap<String, u64>, String> {
+    let positions: BTreeMap<String, u64> = serde_json::from_slice(state).map_err(|e| e.to_string())?;
+    match positions.keys().find(|name| name.split_once('/').is_none_or(|(s, t)| s.is_empty() || t.is_empty())) {
+        Some(name) => Err(format!("{name:?} does not name a stream/topic")),
+        None => Ok(positions),
+    }
+}
+
 /// The name a topic's position is kept under.
 fn name_of(stream: &str, topic: &str) -> String {
     format!("{stream}/{topic}")
@@ -43,13 +54,17 @@ fn name_of(stream: &str, topic: &str) -> String {
 
 #[async_trait]
 impl Input for LocalLogInput {
-    async fn open(&self) -> Result<Box<dyn Reader>, InputError> {
-        let committed = self.positions.load().await.map_err(|e| InputError(format!("cannot load positions: {e}")))?;
-        let mut kept: BTreeMap<String, u64> = match &committed {
+    async fn open(&self) -> Result<Box<dyn Reader>, OpenError> {
+        let committed = self.positions.load().await.map_err(|e| match e {
+            StateError::Corrupt { .. } => OpenError::Untrusted(e.to_string()),
+            e => OpenError::Failed(InputError(format!("cannot load positions: {e}"))),
+        })?;
+        let mut kept = match &committed {
             None => BTreeMap::new(),
-            Some(committed) => serde_json::from_slice(&committed.state).map_err(|e| {
-                InputError(format!(
-                    "the committed positions are not this input's ({e}): {}",
+            Some(committed) => positions(&committed.state).map_err(|problem| {
+                OpenError::Untrusted(format!(
+                    "the committed state is not a sink's positions ({problem}): {}; it is left as it is \
+                     (`ferry state show`, `ferry state reset`)",
                     String::from_utf8_lossy(&committed.state)
                 ))
             })?,
@@ -107,8 +122,8 @@ struct TopicState {
 
 #[async_trait]
 impl Reader for LocalLogReader {
-    fn generation(&self) -> Option<u64> {
-        self.generation
+    fn starting_from(&self) -> StartingFrom {
+        StartingFrom::generation(self.generation)
     }
 
     async fn next(&mut self, budget: Budget) -> Result<Option<SinkBatch>, InputError> {

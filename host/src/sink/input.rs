@@ -9,6 +9,7 @@
 use async_trait::async_trait;
 
 use crate::batch::header_size;
+use crate::status::StartingFrom;
 
 pub use crate::runtime::bindings::sink_export::{SinkBatch, StoredMessage};
 
@@ -17,20 +18,30 @@ pub use crate::runtime::bindings::sink_export::{SinkBatch, StoredMessage};
 #[error("{0}")]
 pub struct InputError(pub String);
 
+/// Why a reader could not be opened.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OpenError {
+    /// For now: the next instance tries again.
+    #[error(transparent)]
+    Failed(#[from] InputError),
+    /// The committed positions cannot be trusted (corrupt, or not a sink's): the
+    /// connector is refused, nothing is overwritten, an operator decides.
+    #[error("{0}")]
+    Untrusted(String),
+}
+
 #[async_trait]
 pub trait Input: Send + Sync {
     /// A reader from the committed positions.
-    async fn open(&self) -> Result<Box<dyn Reader>, InputError>;
+    async fn open(&self) -> Result<Box<dyn Reader>, OpenError>;
 }
 
 #[async_trait]
 pub trait Reader: Send {
-    /// The generation of the positions this reader started from, when the store
-    /// counts them (Ferry's state store does; Iggy does not): where an instance
-    /// starts, for its first log line and its status.
-    fn generation(&self) -> Option<u64> {
-        None
-    }
+    /// Where this reader started: positions of Ferry's state store (and their
+    /// generation), or offsets kept elsewhere; for the instance's first log line and
+    /// its status.
+    fn starting_from(&self) -> StartingFrom;
 
     /// The next batch after what this reader read: consecutive messages of one
     /// partition, within `budget` (see [`Budget::trim`]), or `None` when there is

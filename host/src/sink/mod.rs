@@ -20,7 +20,7 @@ use std::time::Duration;
 use crate::config::{BackoffConfig, ConnectorConfig, SinkConfig};
 use crate::runtime::{PendingComponent, Sandbox, SinkWorld};
 pub use dead_letters::DeadLetters;
-pub use input::{Budget, Input, InputError, Reader};
+pub use input::{Budget, Input, InputError, OpenError, Reader};
 
 /// Everything needed to run one sink connector.
 #[derive(Clone)]

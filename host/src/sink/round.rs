@@ -7,6 +7,7 @@
 //! trap or too many failures the instance is simply dropped.
 
 use super::SinkConnector;
+use super::input::OpenError;
 use super::sink_loop::SinkLoop;
 use crate::config::{BackoffConfig, Limits};
 use crate::exit::Exit;
@@ -33,9 +34,10 @@ impl Supervised for SinkConnector {
         let failed = |reason: String| RoundEnd::Failed { reason, made_progress: false };
         let mut reader = match self.input.open().await {
             Ok(reader) => reader,
-            Err(error) => return failed(format!("cannot open the input: {error}")),
+            Err(OpenError::Untrusted(reason)) => return RoundEnd::Refused(reason),
+            Err(OpenError::Failed(error)) => return failed(format!("cannot open the input: {error}")),
         };
-        status.starting(instance, reader.generation());
+        status.starting(instance, reader.starting_from());
 
         let fuel_meter = status.meters().fuel_consumed.clone();
         let mut guest = match runtime.instantiate(component, &self.sandbox, log, fuel_meter).await {

@@ -12,6 +12,7 @@ use crate::config::{BackoffConfig, Limits};
 use crate::exit::Exit;
 use crate::runtime::{PendingComponent, SourceWorld};
 use crate::state::StateError;
+use crate::status::StartingFrom;
 use crate::supervisor::{Round, RoundEnd, Supervised};
 
 impl Supervised for SourceConnector {
@@ -37,7 +38,7 @@ impl Supervised for SourceConnector {
             Err(error @ StateError::Corrupt { .. }) => return RoundEnd::Refused(error.to_string()),
             Err(error) => return failed(format!("cannot load the committed cursor: {error}")),
         };
-        status.starting(instance, committed.as_ref().map(|c| c.generation));
+        status.starting(instance, StartingFrom::generation(committed.as_ref().map(|c| c.generation)));
 
         let fuel_meter = status.meters().fuel_consumed.clone();
         let mut guest = match runtime.instantiate(component, &self.sandbox, log, fuel_meter).await {

@@ -22,7 +22,7 @@ use crate::contract::Role;
 
 pub use file::{StatusFile, keep_written, read_status_file, status_file_path, write_final};
 pub use progress::log_progress;
-pub use reporter::{Reporter, Written};
+pub use reporter::{Reporter, StartingFrom, Written};
 
 /// Where a connector is in its life.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]

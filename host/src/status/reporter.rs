@@ -15,6 +15,25 @@ use crate::batch::NackReason;
 use crate::guest_text::{self, MAX_MESSAGE};
 use crate::rate_limit::RateLimit;
 
+/// Where an instance starts from, for its first line and its status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartingFrom {
+    /// A committed cursor (or sink positions) of Ferry's state store, this generation.
+    Committed(u64),
+    /// Nothing committed yet: a first run.
+    Nothing,
+    /// State kept somewhere else, e.g. "the consumer group's offsets on the Iggy
+    /// server".
+    Elsewhere(&'static str),
+}
+
+impl StartingFrom {
+    /// [`StartingFrom::Committed`] with this generation, or [`StartingFrom::Nothing`].
+    pub fn generation(generation: Option<u64>) -> Self {
+        generation.map_or(StartingFrom::Nothing, StartingFrom::Committed)
+    }
+}
+
 /// Where a sink's batch came from and how it ended, for [`Reporter::written`].
 pub struct Written<'a> {
     pub stream: &'a str,
@@ -69,11 +88,21 @@ impl Reporter {
         let _ = self.board.events.send(event);
     }
 
-    pub fn starting(&self, instance: u64, committed: Option<u64>) {
-        match committed {
-            Some(generation) => tracing::info!(instance, generation, "starting from committed cursor"),
-            None => tracing::info!(instance, "starting with no committed cursor (first run)"),
-        }
+    pub fn starting(&self, instance: u64, from: StartingFrom) {
+        let committed = match from {
+            StartingFrom::Committed(generation) => {
+                tracing::info!(instance, generation, "starting from committed cursor");
+                Some(generation)
+            }
+            StartingFrom::Nothing => {
+                tracing::info!(instance, "starting with no committed cursor (first run)");
+                None
+            }
+            StartingFrom::Elsewhere(place) => {
+                tracing::info!(instance, "starting from {place}");
+                None
+            }
+        };
         self.update(Event::Started { key: self.key.clone(), instance }, |s| {
             s.phase = Phase::Starting;
             s.idled_this_instance = false;

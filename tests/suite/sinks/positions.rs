@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use ferry::delivery::Receipt;
 use ferry::state::CursorStore;
-use ferry::status::Event;
+use ferry::status::{Event, Phase};
 use ferry_tests::harness::{Harness, Running};
 use ferry_tests::logs::capture;
 use ferry_tests::records::{positions, seq_messages};
@@ -70,26 +70,38 @@ async fn a_restarted_instance_says_it_starts_from_the_committed_positions() {
     assert_eq!(starts, ["starting with no committed cursor (first run)", "starting from committed cursor"]);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn positions_that_are_not_a_sinks_are_named_and_left_alone() {
+/// Committed state that is not a sink's positions refuses the sink at once (no
+/// restarts against it), names what is there, and is left exactly as it was.
+async fn refused_over(foreign: &[u8], expected: &str) {
     let h = Harness::new();
     h.append("t", seq_messages(0..5)).await;
-    let foreign = b"[1, 2]".to_vec();
-    h.cursor("confused").commit(foreign.clone(), Receipt::default()).await.unwrap();
+    h.cursor("confused").commit(foreign.to_vec(), Receipt::default()).await.unwrap();
     let (sink, out) = faulty_sink(&h, "confused", &["t"], json!({}));
     let mut running = Running::start(h.host_with(Vec::new(), vec![sink]));
-    for _ in 0..2 {
-        let Event::Failed { reason, .. } = running
-            .wait_for("the sink to fail", |e| matches!(e, Event::Failed { key, .. } if &**key == "confused"))
-            .await
-        else {
-            unreachable!()
-        };
-        assert!(reason.starts_with("cannot open the input: the committed positions are not this input's"), "{reason}");
-        assert!(reason.ends_with("[1, 2]"), "the error shows what is there: {reason}");
-    }
+    let Event::Refused { reason, .. } = running
+        .wait_for("the sink to be refused", |e| matches!(e, Event::Refused { key, .. } if &**key == "confused"))
+        .await
+    else {
+        unreachable!()
+    };
+    assert!(reason.starts_with("the committed state is not a sink's positions"), "{reason}");
+    assert!(reason.contains(expected), "the error says what is wrong ({expected}): {reason}");
+    assert!(reason.contains(&*String::from_utf8_lossy(foreign)), "the error shows what is there: {reason}");
+    let status = running.status.clone();
     running.stop().await;
+    assert_eq!(status.get("confused").unwrap().phase, Phase::Refused);
     let committed = h.committed("confused").unwrap();
-    assert_eq!((committed.generation, committed.state), (1, foreign), "nothing reset, nothing overwritten");
+    assert_eq!((committed.generation, committed.state), (1, foreign.to_vec()), "nothing reset, nothing overwritten");
     assert!(faulty_sink_written(&out).is_empty(), "nothing read from a position it cannot trust");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn state_that_is_not_json_positions_refuses_the_sink_and_is_left_alone() {
+    refused_over(b"[1, 2]", "invalid type").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn positions_that_name_no_stream_and_topic_refuse_the_sink_and_are_left_alone() {
+    // A map of numbers, as a source's cursor could be: not a sink's all the same.
+    refused_over(br#"{"rows": 12}"#, r#""rows" does not name a stream/topic"#).await;
 }
