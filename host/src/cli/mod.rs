@@ -50,12 +50,13 @@ enum Command {
     /// Check a component against the contract and show what it implements and imports.
     ///
     /// Runs the same checks as `ferry run` (decode, contract, compile, link), then
-    /// prints the result. Exits 1 if the component cannot be run as a source.
+    /// prints the result. Exits 1 if the component can be run neither as a source nor
+    /// as a sink.
     ///
     /// With --config and --key, also shows which of its imports connector KEY of
     /// CONFIG is granted, and which it would be denied (deny by default: clocks,
     /// random and logging are always granted; environment, directories and network
-    /// only as listed in the connector's [sources.grants]).
+    /// only as listed in the connector's [sources.grants] or [sinks.grants]).
     Inspect {
         /// The component (.wasm).
         component: PathBuf,

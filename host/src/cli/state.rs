@@ -4,6 +4,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use crate::config::Config;
+use crate::contract::Role;
 use crate::state::{Committed, StateDir};
 use anyhow::{Result, bail};
 use serde_json::json;
@@ -44,7 +45,7 @@ pub fn show(path: &Path, only: Option<&str>, as_json: bool) -> Result<ExitCode> 
         } else {
             match &result {
                 Ok(None) => println!("{key}: no committed cursor"),
-                Ok(Some(c)) => println!("{key}: {}", describe(c)),
+                Ok(Some(c)) => println!("{key}: {}", describe(c, role_of(&config, &key))),
                 Err(e) => println!("{key}: ERROR: {e}"),
             }
         }
@@ -60,19 +61,31 @@ fn states_of(config: &Config, key: &str) -> StateDir {
     }
 }
 
-fn describe(committed: &Committed) -> String {
+/// What `key` is in the config, if it is there.
+fn role_of(config: &Config, key: &str) -> Option<Role> {
+    config.connector(key).map(|c| c.role())
+}
+
+/// One line on a committed state: a source's cursor and what it says was delivered,
+/// or a sink's positions and what they say was read.
+fn describe(committed: &Committed, role: Option<Role>) -> String {
     let cursor = match std::str::from_utf8(&committed.state) {
         Ok(text) => text.to_string(),
         Err(_) => format!("0x{}", committed.state.iter().map(|b| format!("{b:02x}")).collect::<String>()),
     };
+    let (what, marked) = match role {
+        Some(Role::Sink) => ("positions", "read"),
+        Some(Role::Source) => ("cursor", "delivered to"),
+        None => ("state", "marks"),
+    };
     let mut line = format!(
-        "generation {}, committed {}, cursor {cursor}",
+        "generation {}, committed {}, {what} {cursor}",
         committed.generation,
         format_micros(committed.committed_at_micros)
     );
-    // What the cursor says was delivered: the start-up check holds the log to it.
+    // What the state says is in the log: the start-up check holds the log to it.
     for mark in &committed.receipt.marks {
-        line.push_str(&format!(", delivered to {mark}"));
+        line.push_str(&format!(", {marked} {mark}"));
     }
     line
 }
@@ -81,7 +94,7 @@ pub fn reset(path: &Path, key: &str, yes: bool) -> Result<ExitCode> {
     let config = Config::load(path)?;
     let states = states_of(&config, key);
     let current = match states.read(key) {
-        Ok(Some(c)) => describe(&c),
+        Ok(Some(c)) => describe(&c, role_of(&config, key)),
         Ok(None) => "no committed cursor".to_string(),
         Err(e) => format!("unreadable: {e}"),
     };

@@ -36,9 +36,15 @@ impl Host {
         host.status_file = Some(status::status_file_path(&config.state.path));
 
         let mut wiring = Wiring::new(config, runtime)?;
-        for source in config.sources.iter().filter(|s| s.enabled) {
-            let component = wiring.component(source)?;
-            let (plugin_config, state) = wiring.prepare(source)?;
+        // Everything that can refuse the config is checked for every connector before
+        // any state is taken, so that a refusal leaves no state file behind.
+        let sources = config.sources.iter().filter(|s| s.enabled);
+        let sources: Vec<_> =
+            sources.map(|s| wiring.check::<SourceWorld>(s).map(|c| (s, c))).collect::<Result<_, _>>()?;
+        let sinks = config.sinks.iter().filter(|s| s.enabled);
+        let sinks: Vec<_> = sinks.map(|s| wiring.check::<SinkWorld>(s).map(|c| (s, c))).collect::<Result<_, _>>()?;
+
+        for (source, Checked { component, plugin_config }) in sources {
             let connector = SourceConnector {
                 key: source.key.as_str().into(),
                 tenant: source.tenant.as_deref().map(Into::into),
@@ -48,14 +54,13 @@ impl Host {
                 settings: SourceSettings::from_config(source),
                 sandbox: Sandbox { limits: source.limits.clone(), grants: source.grants.clone() },
                 target: wiring.target_of(source),
-                cursor: Arc::new(state),
+                cursor: Arc::new(wiring.state_of(source)?),
             };
             host.add_source(connector, source.name.clone());
         }
-        for sink in config.sinks.iter().filter(|s| s.enabled) {
-            let component = wiring.component(sink)?;
-            let (plugin_config, state) = wiring.prepare(sink)?;
+        for (sink, Checked { component, plugin_config }) in sinks {
             let topics = sink.topics().map(|(stream, topic)| (stream.to_string(), topic.to_string())).collect();
+            let state = wiring.state_of(sink)?;
             let connector = SinkConnector {
                 key: sink.key.as_str().into(),
                 tenant: sink.tenant.as_deref().map(Into::into),
@@ -73,6 +78,14 @@ impl Host {
         }
         Ok(host)
     }
+}
+
+/// What is known of a connector once everything about it that can be checked
+/// without taking its state was.
+struct Checked<W: World> {
+    component: PendingComponent<W>,
+    /// The guest's JSON config, with its secrets.
+    plugin_config: String,
 }
 
 /// What connectors share while they are wired: the runtime, the targets, the state
@@ -125,6 +138,19 @@ impl<'a> Wiring<'a> {
         })
     }
 
+    /// Check `connector` without touching its state: its component (compiled in the
+    /// background, once per file), its secrets, and where its state must be.
+    fn check<W: Compiled>(&mut self, connector: &dyn ConnectorConfig) -> Result<Checked<W>, SetupError> {
+        let component = self.component(connector)?;
+        let (config, key) = (self.config, connector.key());
+        let plugin_config = connector.plugin_config_json().map_err(|problem| ConfigError {
+            file: config.file.clone(),
+            problem: format!("{}s (key `{key}`): {problem}", connector.role()),
+        })?;
+        refuse_stranded_state(config, connector).map_err(SetupError::Config)?;
+        Ok(Checked { component, plugin_config })
+    }
+
     /// The component of `connector`, checked now and compiled in the background (once
     /// per file).
     fn component<W: Compiled>(&mut self, connector: &dyn ConnectorConfig) -> Result<PendingComponent<W>, SetupError> {
@@ -142,22 +168,15 @@ impl<'a> Wiring<'a> {
         Ok(component)
     }
 
-    /// The guest's JSON config (with its secrets) and the connector's state, taken
-    /// for this process and checked against the local log.
-    fn prepare(&mut self, connector: &dyn ConnectorConfig) -> Result<(String, ConnectorStateFile), SetupError> {
+    /// The connector's state, taken for this process and checked against the local log.
+    fn state_of(&mut self, connector: &dyn ConnectorConfig) -> Result<ConnectorStateFile, SetupError> {
         let (config, key) = (self.config, connector.key());
-        // Secrets first: a missing one must not leave a state directory behind.
-        let plugin_config = connector.plugin_config_json().map_err(|problem| ConfigError {
-            file: config.file.clone(),
-            problem: format!("{}s (key `{key}`): {problem}", connector.role()),
-        })?;
-        refuse_stranded_state(config, connector).map_err(SetupError::Config)?;
         let state_dir = config.state_dir_of(connector);
         let states = self.state_dirs.entry(state_dir.clone()).or_insert_with(|| StateDir::new(&state_dir));
         let state = states.open(key).map_err(|problem| SetupError::State { key: key.to_string(), problem })?;
         LocalLog::verify_cursor(config, key, &state)
             .map_err(|problem| SetupError::Log { key: key.to_string(), problem })?;
-        Ok((plugin_config, state))
+        Ok(state)
     }
 
     /// The Iggy server as `connector` reaches it: with its tenant's own credentials,
