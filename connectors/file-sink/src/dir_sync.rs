@@ -3,8 +3,8 @@
 //!
 //! Natively that is `fsync` on the directory opened as a file. In the guest, the WASI
 //! preview-1 adapter that the fallback toolchain builds with refuses to sync a
-//! directory (`EBADF`), so the guest asks WASI 0.2 directly: it finds the granted
-//! directory (preopen) that holds `dir`, opens `dir` through it, and syncs that.
+//! directory (`EBADF`), so the guest asks WASI 0.2 directly: it opens `dir` through
+//! the granted directory that holds it, and syncs that.
 
 use std::io;
 use std::path::Path;
@@ -16,28 +16,18 @@ pub fn sync_dir(dir: &Path) -> io::Result<()> {
 
 #[cfg(target_arch = "wasm32")]
 pub fn sync_dir(dir: &Path) -> io::Result<()> {
-    use wasi::filesystem::preopens::get_directories;
     use wasi::filesystem::types::{DescriptorFlags, OpenFlags, PathFlags};
 
-    let wasi_error = |e: wasi::filesystem::types::ErrorCode| io::Error::other(e.to_string());
-    // The preopen with the longest path that is an ancestor of `dir` resolves it.
-    let (preopen, rest) = get_directories()
-        .into_iter()
-        .filter_map(|(descriptor, path)| {
-            let rest = dir.strip_prefix(&path).ok()?.to_path_buf();
-            Some((path.len(), descriptor, rest))
-        })
-        .max_by_key(|(len, _, _)| *len)
-        .map(|(_, descriptor, rest)| (descriptor, rest))
-        .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "not inside any granted directory"))?;
-    let rest = rest.to_str().ok_or_else(|| io::Error::other("the path is not UTF-8"))?;
+    use crate::granted;
+
+    let (preopen, rest) = granted::resolve(dir)?;
     if rest.is_empty() {
-        return preopen.sync().map_err(wasi_error);
+        return preopen.sync().map_err(granted::io_error);
     }
     let opened = preopen
-        .open_at(PathFlags::SYMLINK_FOLLOW, rest, OpenFlags::DIRECTORY, DescriptorFlags::READ)
-        .map_err(wasi_error)?;
-    opened.sync().map_err(wasi_error)
+        .open_at(PathFlags::SYMLINK_FOLLOW, &rest, OpenFlags::DIRECTORY, DescriptorFlags::READ)
+        .map_err(granted::io_error)?;
+    opened.sync().map_err(granted::io_error)
 }
 
 #[cfg(test)]

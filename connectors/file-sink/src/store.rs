@@ -1,8 +1,9 @@
 //! The sink's directory: recovery at open, appending a batch durably and only once,
 //! rotation.
 //!
-//! Only `std::fs` here, no host calls, so the whole of it is tested natively against
-//! a temporary directory (see the tests at the bottom).
+//! Only `std::fs` and the data file's handle (`data_file.rs`, the one part that
+//! differs in the guest) here, no host calls, so the whole of it is tested natively
+//! against a temporary directory (see the tests at the bottom).
 //!
 //! Recovery trusts the files: the checkpoint gives the marks of every data file
 //! before the one it names, and the data files from that one on are read line by
@@ -12,12 +13,13 @@
 //! creates. Files before the checkpoint's are never read again: an operator may move
 //! them away.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{BufReader, Write};
 use std::path::{Path, PathBuf};
 
 use ferry_guest::{Error, SinkBatch};
 
+use crate::data_file::DataFile;
 use crate::marks::{Marks, Partition};
 use crate::naming::Naming;
 
@@ -29,10 +31,11 @@ pub struct Store {
     marks: Marks,
     /// The number of the data file being appended to.
     current: u64,
-    /// It, open for appending; `None` after a failed write could not be undone, until
+    /// It, open for writing; `None` after a failed write could not be undone, until
     /// recovery runs again.
-    file: Option<File>,
-    /// Its length: the end of its last complete, fsynced line.
+    file: Option<DataFile>,
+    /// Its length: the end of its last complete, fsynced line, where the next batch
+    /// is written.
     len: u64,
 }
 
@@ -60,6 +63,10 @@ pub struct Appended {
     /// The data file this batch started, when it rotated.
     pub rotated_to: Option<String>,
 }
+
+/// Roughly what a line holds besides the payload (its other fields), so that the
+/// buffer of a batch's lines is allocated once, not grown and copied.
+const LINE_OVERHEAD: usize = 256;
 
 /// An error about `path`, with the OS's reason.
 fn io_error(what: &str, path: &Path, error: std::io::Error) -> Error {
@@ -119,8 +126,7 @@ impl Store {
 
         let path = dir.join(naming.data(current));
         let existed = path.exists();
-        let file =
-            OpenOptions::new().create(true).append(true).open(&path).map_err(|e| io_error("opening", &path, e))?;
+        let file = DataFile::open(&path).map_err(|e| io_error("opening", &path, e))?;
         if recovered.torn_cut > 0 {
             // The torn line's batch was never acknowledged; the next line must not
             // follow it.
@@ -153,14 +159,15 @@ impl Store {
         };
         let rotated_to = if self.len >= self.rotate_bytes { Some(self.rotate()?) } else { None };
 
-        let mut lines = Vec::new();
+        // All of the batch's lines in one buffer, for one write (see `data_file.rs`).
+        let mut lines = Vec::with_capacity(fresh.iter().map(|m| m.payload.len() + LINE_OVERHEAD).sum());
         for message in &fresh {
-            lines.extend_from_slice(batch.message_json(message).to_string().as_bytes());
+            serde_json::to_writer(&mut lines, &batch.message_json(message)).expect("a JSON value serializes");
             lines.push(b'\n');
         }
         let path = self.dir.join(self.naming.data(self.current));
-        let file = self.file.as_mut().expect("opened above");
-        if let Err(e) = file.write_all(&lines).and_then(|()| file.sync_data()) {
+        let file = self.file.as_ref().expect("opened above");
+        if let Err(e) = file.write_all_at(&lines, self.len).and_then(|()| file.sync_data()) {
             // Take back whatever part of the batch reached the file: a retry must not
             // follow a torn line, and lines whose fsync failed must not count as
             // written. If even that fails, recover from the file before the next batch.
@@ -186,8 +193,7 @@ impl Store {
         std::fs::rename(&tmp, &checkpoint).map_err(|e| io_error("renaming into place", &checkpoint, e))?;
         let name = self.naming.data(next);
         let path = self.dir.join(&name);
-        let file =
-            OpenOptions::new().create(true).append(true).open(&path).map_err(|e| io_error("creating", &path, e))?;
+        let file = DataFile::open(&path).map_err(|e| io_error("creating", &path, e))?;
         sync_dir(&self.dir)?;
         self.current = next;
         self.file = Some(file);
@@ -198,6 +204,8 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
+    use std::fs::OpenOptions;
+
     use super::*;
     use ferry_guest::{HeaderValue, StoredMessage};
 
@@ -359,7 +367,7 @@ mod tests {
         store.append(&batch("t", 0, 0..2)).unwrap();
         // The disk turns against the sink: the handle it appends through refuses writes.
         let path = dir.path().join("sink.000001.jsonl");
-        store.file = Some(File::open(&path).unwrap());
+        store.file = Some(DataFile::from_file(File::open(&path).unwrap()));
         let error = store.append(&batch("t", 0, 2..4)).unwrap_err();
         assert!(
             error.message().starts_with("appending to ") && error.message().contains("sink.000001.jsonl: "),
