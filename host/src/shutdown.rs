@@ -52,13 +52,26 @@ impl Shutdown {
     }
 }
 
-/// Resolves with the name of the first SIGINT or SIGTERM received.
-pub async fn signal() -> std::io::Result<&'static str> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut interrupt = signal(SignalKind::interrupt())?;
-    let mut terminate = signal(SignalKind::terminate())?;
-    Ok(tokio::select! {
-        _ = interrupt.recv() => "SIGINT",
-        _ = terminate.recv() => "SIGTERM",
-    })
+/// SIGINT and SIGTERM, caught from the moment this is made: made first thing in
+/// `ferry run`, so that a signal during set-up (connecting, compiling) stops ferry
+/// cleanly rather than killing it by the default action.
+pub struct Signals {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    pub fn listen() -> std::io::Result<Self> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Signals { interrupt: signal(SignalKind::interrupt())?, terminate: signal(SignalKind::terminate())? })
+    }
+
+    /// Resolves with the name of the next SIGINT or SIGTERM (at once for one
+    /// received since the last call).
+    pub async fn next(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.interrupt.recv() => "SIGINT",
+            _ = self.terminate.recv() => "SIGTERM",
+        }
+    }
 }

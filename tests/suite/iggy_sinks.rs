@@ -195,11 +195,11 @@ fn two_ferries_in_one_consumer_group_divide_the_partitions_and_one_killed_loses_
     let mut ferry_b = Ferry::start(&config_b, &[]);
     ferry_a.wait_for_line(&["key=shared", "joined consumer group"]);
     ferry_b.wait_for_line(&["key=shared", "joined consumer group"]);
-    // Both members get partitions of their own.
+    // Both members get partitions of their own (the first to join had them all until
+    // the second joined: the server moved half of them, so both may have written one).
     until("both members to write", || !written(&a.path("out")).is_empty() && !written(&b.path("out")).is_empty());
     let partitions = |site: &Site| written(&site.path("out")).keys().map(|(p, _)| *p).collect::<BTreeSet<_>>();
     let (of_a, of_b) = (partitions(&a), partitions(&b));
-    assert!(of_a.is_disjoint(&of_b), "the group divides the partitions: {of_a:?} and {of_b:?}");
     ferry_a.kill_9();
     // B takes over A's partitions from their stored offsets.
     let all = || {
@@ -215,8 +215,11 @@ fn two_ferries_in_one_consumer_group_divide_the_partitions_and_one_killed_loses_
     let seqs: BTreeSet<u64> = all().values().flatten().copied().collect();
     assert_eq!(seqs, (0..COUNT).collect(), "none lost");
     let twice = all().values().filter(|s| s.len() > 1).count();
-    eprintln!("A wrote partitions {of_a:?}, B {of_b:?}; {twice} message(s) written by both (A's last batch)");
-    assert!(twice <= 2 * 50, "at most the batch A had in flight per partition comes again: {twice}");
+    eprintln!("A wrote partitions {of_a:?}, B {of_b:?} before the kill; {twice} message(s) written by both");
+    // A partition moves twice at most: to the second member when it joins, back to
+    // B when A dies. Each move can hand the batch in flight (read, not yet stored)
+    // to the other member once: 4 partitions × 50 messages.
+    assert!(twice <= 4 * 50, "at most a batch in flight per partition moved comes again: {twice}");
 }
 
 #[test]

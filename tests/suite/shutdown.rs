@@ -75,3 +75,19 @@ fn sigterm_with_batches_flowing_settles_and_exits_0() {
     assert_eq!(seqs(&records), (0..closed_at).collect::<Vec<_>>());
     assert!(log.contains("all connectors stopped cleanly"));
 }
+
+#[test]
+fn sigterm_while_ferry_is_still_setting_up_stops_it_cleanly() {
+    let site = Site::new();
+    let config = site.config("ferry.toml", &random_source_config("early", "messages_per_batch = 50"));
+    let mut ferry = Ferry::start(&config, &[]);
+    // The first line of set-up: components are still to be read, checked and
+    // compiled, state to be opened.
+    ferry.wait_for_line(&["connectors use the local log"]);
+    ferry.signal(Signal::SIGTERM);
+    let status = ferry.wait();
+    assert!(status.success(), "exit status {status}: killed rather than stopped? log:\n{}", ferry.log());
+    let log = ferry.log();
+    assert!(log.contains("SIGTERM received: stopping"), "{log}");
+    assert!(log.contains("all connectors stopped cleanly"), "{log}");
+}

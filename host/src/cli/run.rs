@@ -6,28 +6,27 @@ use std::process::ExitCode;
 use crate::config::{Config, RuntimeConfig};
 use crate::host::Host;
 use crate::runtime::{Compiler, Isolation};
-use crate::shutdown;
+use crate::shutdown::{self, Signals};
 use anyhow::{Result, bail};
 
 pub fn run(path: &Path) -> Result<ExitCode> {
     let config = Config::load(path)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async {
+        let mut signals =
+            Signals::listen().map_err(|e| anyhow::anyhow!("cannot listen for SIGINT and SIGTERM: {e}"))?;
         let host = Host::from_config(&config, isolated_compiler(&config.runtime)?)?;
         if host.connector_count() == 0 {
             bail!("{}: no enabled [[sources]] or [[sinks]]; nothing to run", path.display());
         }
         let (trigger, stop) = shutdown::channel();
         tokio::spawn(async move {
-            match shutdown::signal().await {
-                Ok(name) => tracing::info!("{name} received: stopping (send it again to exit at once)"),
-                Err(e) => tracing::error!("cannot listen for signals: {e}; stopping"),
-            }
+            let name = signals.next().await;
+            tracing::info!("{name} received: stopping (send it again to exit at once)");
             trigger.trigger();
-            if let Ok(name) = shutdown::signal().await {
-                tracing::error!("second {name}: exiting without waiting for outstanding batches");
-                std::process::exit(130);
-            }
+            let name = signals.next().await;
+            tracing::error!("second {name}: exiting without waiting for outstanding batches");
+            std::process::exit(130);
         });
         let report = host.run(stop).await;
         if report.unsettled.is_empty() {
