@@ -18,6 +18,13 @@
 //! `ferry / native` is the cost of the sandboxed host. Printed: messages/s, MB/s of
 //! payload, µs per batch.
 //!
+//! With `FERRY_TEST_IGGY_SERVER` set (see `ferry_tests::iggy_server`), the same four
+//! from a topic of a live Iggy server of the benchmark's own (one partition, filled
+//! first): ferry's sinks read it in a consumer group (poll, hand to the guest, store
+//! the group's offset after the answer); `native-*` is a plain `iggy` consumer doing
+//! the same: poll in its own consumer group with auto-commit off, write (or not) the
+//! same lines and fsync, store the offset, poll again.
+//!
 //! `FERRY_BENCH_SCALE=0.1` reads a tenth of the messages (a quick look).
 
 use std::io::Write;
@@ -29,13 +36,19 @@ use ferry::batch::Message;
 use ferry::config::{DirGrant, StreamConfig};
 use ferry::delivery::{Delivery, LogMark, Receipt, Target};
 use ferry::host::Host;
+use ferry::iggy::{IggyInput, IggyTarget};
 use ferry::local_log::{LocalLog, LocalLogInput, TopicReader, headers_from_json};
 use ferry::runtime::{Runtime, Sandbox, SinkWorld};
-use ferry::sink::{SinkConnector, SinkSettings};
+use ferry::sink::{Input, SinkConnector, SinkSettings};
 use ferry::state::{CursorStore, StateDir};
 use ferry::status::Event;
 use ferry_tests::components::{FAULTY_SINK, FILE_SINK};
 use ferry_tests::harness::{Running, quick_sink_settings};
+use ferry_tests::iggy_server::{IggyServer, PASSWORD, live_server};
+use iggy::prelude::{
+    Consumer, ConsumerGroupClient, ConsumerOffsetClient, Identifier, IggyMessage, MessageClient, Partitioning,
+    PollingStrategy, StreamClient, TopicClient, TopicCreateOptions,
+};
 use serde_json::json;
 
 const SHAPES: &[(u32, usize)] = &[(100, 100), (1000, 100), (1000, 1000)];
@@ -52,7 +65,7 @@ fn main() {
     let tokio = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     let runtime = Arc::new(Runtime::new().expect("runtime"));
     println!(
-        "{:<12} {:>6} {:>8} {:>9} {:>12} {:>9} {:>11} {:>7}",
+        "{:<17} {:>6} {:>8} {:>9} {:>12} {:>9} {:>11} {:>7}",
         "sink", "batch", "payload", "batches", "msg/s", "MB/s", "µs/batch", "ratio"
     );
     for &(batch, payload) in SHAPES {
@@ -67,6 +80,104 @@ fn main() {
             print_row(&format!("native-{kind}"), batch, payload, &native, Some(&ferry));
         }
     }
+    if let Some(server) = live_server("the Iggy sink benchmark") {
+        // The Iggy connections start their tasks on this runtime.
+        let _entered = tokio.enter();
+        println!();
+        for &(batch, payload) in SHAPES {
+            let messages = ((MESSAGES as f64 * scale) as u64).max(u64::from(batch) * 20);
+            let topic = format!("sink-{batch}-{payload}");
+            tokio.block_on(fill_iggy(&server, &topic, messages, payload));
+            let dir = tempfile::tempdir().unwrap();
+            for kind in ["null", "file"] {
+                let connection = IggyTarget::start(&server.ferry_config(PASSWORD)).expect("a connection").connection();
+                let input = IggyInput::new(connection, vec![("bench".into(), topic.clone())], format!("ferry-{kind}"));
+                let key = format!("iggy-ferry-{kind}-{batch}");
+                let ferry = tokio.block_on(drain(&runtime, dir.path(), &key, kind, Arc::new(input), batch, messages));
+                let native = tokio.block_on(native_consumer(&server, dir.path(), &topic, kind, batch, messages));
+                print_row(&format!("iggy-ferry-{kind}"), batch, payload, &ferry, None);
+                print_row(&format!("iggy-native-{kind}"), batch, payload, &native, Some(&ferry));
+            }
+        }
+    }
+}
+
+/// `messages` messages of `payload` bytes in `bench/topic` of `server` (one partition).
+async fn fill_iggy(server: &IggyServer, topic: &str, messages: u64, payload: usize) {
+    let client = server.client().await;
+    let stream = Identifier::named("bench").unwrap();
+    if client.get_stream(&stream).await.unwrap().is_none() {
+        client.create_stream("bench").await.unwrap();
+    }
+    let options = TopicCreateOptions { partitions_count: Some(1), ..Default::default() };
+    client.create_topic(&stream, topic, &options).await.unwrap();
+    let topic = Identifier::named(topic).unwrap();
+    let text = "x".repeat(payload.saturating_sub(24));
+    for start in (0..messages).step_by(1000) {
+        let mut chunk: Vec<IggyMessage> = (start..(start + 1000).min(messages))
+            .map(|n| {
+                let body = format!("{{\"seq\":{n},\"text\":\"{text}\"}}");
+                IggyMessage::builder().id(u128::from(n + 1)).payload(body.into_bytes().into()).build().unwrap()
+            })
+            .collect();
+        client.send_messages(&stream, &topic, &Partitioning::balanced(), &mut chunk).await.unwrap();
+    }
+}
+
+/// The plain consumer ferry's sinks are measured against: one connection in a
+/// consumer group of its own, auto-commit off; poll a batch, write it (or not),
+/// store the group's offset past it, poll again.
+async fn native_consumer(
+    server: &IggyServer,
+    dir: &Path,
+    topic: &str,
+    kind: &str,
+    batch: u32,
+    messages: u64,
+) -> Measured {
+    let client = server.client().await;
+    let (stream, topic_id) = (Identifier::named("bench").unwrap(), Identifier::named(topic).unwrap());
+    let group = format!("native-{kind}");
+    client.create_consumer_group(&stream, &topic_id, &group).await.unwrap();
+    let group = Identifier::named(&group).unwrap();
+    client.join_consumer_group(&stream, &topic_id, &group).await.unwrap();
+    let consumer = Consumer::group(group);
+    let mut file = (kind == "file").then(|| {
+        let path = dir.join(format!("iggy-native-{kind}-{batch}.jsonl"));
+        std::fs::OpenOptions::new().create(true).append(true).open(path).unwrap()
+    });
+    let (mut read, mut batches, mut start) = (0u64, 0u64, None);
+    while read < messages {
+        let next = PollingStrategy::next();
+        let polled = client.poll_messages(&stream, &topic_id, None, &consumer, &next, batch, false).await.unwrap();
+        let Some(last) = polled.messages.last() else { panic!("the topic holds {messages}, and {read} were read") };
+        if let Some(file) = &mut file {
+            let mut lines = Vec::with_capacity(polled.messages.len() * 256);
+            for message in &polled.messages {
+                assert!(message.user_headers.is_none(), "filled without headers");
+                let line = Line {
+                    partition: polled.partition_id,
+                    offset: message.header.offset,
+                    id: message.header.id,
+                    timestamp: message.header.timestamp,
+                    origin_timestamp: Some(message.header.origin_timestamp),
+                    headers: json!({}),
+                    payload: &message.payload,
+                };
+                line.append_to(&mut lines);
+            }
+            write_synced(file, &lines);
+        }
+        let partition = Some(polled.partition_id);
+        client.store_consumer_offset(&consumer, &stream, &topic_id, partition, last.header.offset).await.unwrap();
+        read += polled.messages.len() as u64;
+        if start.is_none() {
+            start = Some(Instant::now());
+        } else {
+            batches += 1;
+        }
+    }
+    Measured { messages: messages - u64::from(batch), batches, elapsed: start.unwrap().elapsed() }
 }
 
 /// `messages` records of `payload` bytes in `bench/t` of the log in `log`.
@@ -93,11 +204,28 @@ async fn fill(log: &Path, messages: u64, payload: usize) {
     }
 }
 
-/// A sink connector draining `bench/t` into the null sink or the file sink; the clock
-/// runs from its first settled batch to the one that ends the topic.
+/// A sink connector draining `bench/t` of the local log under `dir` into the null sink
+/// or the file sink.
 async fn ferry_sink(runtime: &Arc<Runtime>, dir: &Path, kind: &str, batch: u32, messages: u64) -> Measured {
     let key = format!("ferry-{kind}-{batch}");
-    let out = dir.join(&key);
+    let state = StateDir::new(dir.join("state")).open(&key).expect("state");
+    let input = Arc::new(LocalLogInput::new(dir.join("log"), vec![("bench".into(), "t".into())], Arc::new(state)));
+    drain(runtime, dir, &key, kind, input, batch, messages).await
+}
+
+/// A sink connector `key` draining `input` (`messages` in all) into the null sink or
+/// the file sink (writing under `dir`); the clock runs from its first settled batch
+/// to the one that ends the topic.
+async fn drain(
+    runtime: &Arc<Runtime>,
+    dir: &Path,
+    key: &str,
+    kind: &str,
+    input: Arc<dyn Input>,
+    batch: u32,
+    messages: u64,
+) -> Measured {
+    let out = dir.join(key);
     std::fs::create_dir_all(&out).unwrap();
     let (component, plugin_config) = match kind {
         "null" => (FAULTY_SINK, json!({ "record": false })),
@@ -106,17 +234,16 @@ async fn ferry_sink(runtime: &Arc<Runtime>, dir: &Path, kind: &str, batch: u32, 
     let mut sandbox = Sandbox::default();
     sandbox.grants.dirs = vec![DirGrant { host: out, guest: "/out".into(), writable: true }];
     sandbox.limits.memory = ferry::config::ByteSize::mib(256);
-    let state = StateDir::new(dir.join("state")).open(&key).expect("state");
     let settings =
         SinkSettings { poll_interval: Duration::from_millis(1), batch_length: batch, ..quick_sink_settings() };
     let connector = SinkConnector {
-        key: key.as_str().into(),
+        key: key.into(),
         tenant: None,
         component: runtime.load::<SinkWorld>(Path::new(component)).expect("the sink loads").into(),
         plugin_config: plugin_config.to_string(),
         settings,
         sandbox,
-        input: Arc::new(LocalLogInput::new(dir.join("log"), vec![("bench".into(), "t".into())], Arc::new(state))),
+        input,
         dead_letters: None,
     };
     let mut host = Host::new(runtime.clone());
@@ -147,18 +274,18 @@ fn native_sink(dir: &Path, kind: &str, batch: u32, messages: u64) -> Measured {
             let mut lines = Vec::with_capacity(records.len() * 256);
             for record in &records {
                 let headers = record.headers.as_ref().map(headers_from_json).transpose().unwrap().unwrap_or_default();
-                let line = json!({
-                    "stream": "bench", "topic": "t", "partition": 0, "offset": record.offset,
-                    "id": record.id.unwrap_or(0).to_string(), "timestamp": record.appended_at_micros,
-                    "origin_timestamp": record.origin_timestamp,
-                    "headers": ferry::local_log::headers_json(&headers),
-                    "payload": String::from_utf8_lossy(&record.payload),
-                });
-                serde_json::to_writer(&mut lines, &line).unwrap();
-                lines.push(b'\n');
+                let line = Line {
+                    partition: 0,
+                    offset: record.offset,
+                    id: record.id.unwrap_or(0),
+                    timestamp: record.appended_at_micros,
+                    origin_timestamp: record.origin_timestamp,
+                    headers: ferry::local_log::headers_json(&headers),
+                    payload: &record.payload,
+                };
+                line.append_to(&mut lines);
             }
-            file.write_all(&lines).unwrap();
-            file.sync_data().unwrap();
+            write_synced(file, &lines);
         }
         at = records.last().map_or(at, |r| r.offset + 1);
         let positions = serde_json::to_vec(&json!({ "bench/t": at })).unwrap();
@@ -173,12 +300,43 @@ fn native_sink(dir: &Path, kind: &str, batch: u32, messages: u64) -> Measured {
     Measured { messages: messages - u64::from(batch), batches, elapsed: start.unwrap().elapsed() }
 }
 
+/// One message as the file sink writes it (the same fields), for the native sides.
+struct Line<'a> {
+    partition: u32,
+    offset: u64,
+    id: u128,
+    timestamp: u64,
+    origin_timestamp: Option<u64>,
+    headers: serde_json::Value,
+    payload: &'a [u8],
+}
+
+impl Line<'_> {
+    fn append_to(&self, lines: &mut Vec<u8>) {
+        let line = json!({
+            "stream": "bench", "topic": "t", "partition": self.partition, "offset": self.offset,
+            "id": self.id.to_string(), "timestamp": self.timestamp,
+            "origin_timestamp": self.origin_timestamp,
+            "headers": self.headers,
+            "payload": String::from_utf8_lossy(self.payload),
+        });
+        serde_json::to_writer(&mut *lines, &line).unwrap();
+        lines.push(b'\n');
+    }
+}
+
+/// Append `lines` to `file` and fsync it, as the file sink does before it answers.
+fn write_synced(file: &mut std::fs::File, lines: &[u8]) {
+    file.write_all(lines).unwrap();
+    file.sync_data().unwrap();
+}
+
 fn print_row(name: &str, batch: u32, payload: usize, m: &Measured, versus: Option<&Measured>) {
     let seconds = m.elapsed.as_secs_f64();
     let rate = m.messages as f64 / seconds;
     let ratio = versus.map(|ferry| format!("{:.2}", (ferry.messages as f64 / ferry.elapsed.as_secs_f64()) / rate));
     println!(
-        "{:<12} {:>6} {:>8} {:>9} {:>12.0} {:>9.1} {:>11.1} {:>7}",
+        "{:<17} {:>6} {:>8} {:>9} {:>12.0} {:>9.1} {:>11.1} {:>7}",
         name,
         batch,
         payload,
