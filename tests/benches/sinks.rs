@@ -14,9 +14,11 @@
 //! * `native-file`: the same lines (the same fields, built with `serde_json`) appended
 //!   and fsynced by a plain loop, then the position stored the same way.
 //!
-//! Each pair runs back to back in one process on the same data, so the ratio
-//! `ferry / native` is the cost of the sandboxed host. Printed: messages/s, MB/s of
-//! payload, µs per batch.
+//! Both sides run in one process on the same data, three times each, taking turns
+//! to go first (this machine is noisy); the medians are printed, and the ratio
+//! `ferry / native` of the medians (the cost of the sandboxed host) with the lowest
+//! and highest ratio of a round's pair. Printed: messages/s, MB/s of payload, µs per
+//! batch.
 //!
 //! With `FERRY_TEST_IGGY_SERVER` set (see `ferry_tests::iggy_server`), the same four
 //! from a topic of a live Iggy server of the benchmark's own (one partition, filled
@@ -65,8 +67,8 @@ fn main() {
     let tokio = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     let runtime = Arc::new(Runtime::new().expect("runtime"));
     println!(
-        "{:<17} {:>6} {:>8} {:>9} {:>12} {:>9} {:>11} {:>7}",
-        "sink", "batch", "payload", "batches", "msg/s", "MB/s", "µs/batch", "ratio"
+        "{:<17} {:>6} {:>8} {:>9} {:>12} {:>9} {:>11}  ratio (of the medians; lowest-highest of the pairs)",
+        "sink", "batch", "payload", "batches", "msg/s", "MB/s", "µs/batch"
     );
     for &(batch, payload) in SHAPES {
         let messages = ((MESSAGES as f64 * scale) as u64).max(u64::from(batch) * 20);
@@ -74,10 +76,11 @@ fn main() {
         let log = dir.path().join("log");
         tokio.block_on(fill(&log, messages, payload));
         for kind in ["null", "file"] {
-            let ferry = tokio.block_on(ferry_sink(&runtime, dir.path(), kind, batch, messages));
-            let native = native_sink(dir.path(), kind, batch, messages);
-            print_row(&format!("ferry-{kind}"), batch, payload, &ferry, None);
-            print_row(&format!("native-{kind}"), batch, payload, &native, Some(&ferry));
+            let (ferry, native) = compare(
+                |run| tokio.block_on(ferry_sink(&runtime, dir.path(), kind, batch, messages, run)),
+                |run| native_sink(dir.path(), kind, batch, messages, run),
+            );
+            print_pair(kind, "", batch, payload, &ferry, &native);
         }
     }
     if let Some(server) = live_server("the Iggy sink benchmark") {
@@ -90,15 +93,61 @@ fn main() {
             tokio.block_on(fill_iggy(&server, &topic, messages, payload));
             let dir = tempfile::tempdir().unwrap();
             for kind in ["null", "file"] {
-                let connection = IggyTarget::start(&server.ferry_config(PASSWORD)).expect("a connection").connection();
-                let input = IggyInput::new(connection, vec![("bench".into(), topic.clone())], format!("ferry-{kind}"));
-                let key = format!("iggy-ferry-{kind}-{batch}");
-                let ferry = tokio.block_on(drain(&runtime, dir.path(), &key, kind, Arc::new(input), batch, messages));
-                let native = tokio.block_on(native_consumer(&server, dir.path(), &topic, kind, batch, messages));
-                print_row(&format!("iggy-ferry-{kind}"), batch, payload, &ferry, None);
-                print_row(&format!("iggy-native-{kind}"), batch, payload, &native, Some(&ferry));
+                let ferry = |run| {
+                    let connection =
+                        IggyTarget::start(&server.ferry_config(PASSWORD)).expect("a connection").connection();
+                    let group = format!("ferry-{kind}-{run}");
+                    let input = Arc::new(IggyInput::new(connection, vec![("bench".into(), topic.clone())], group));
+                    let key = format!("iggy-ferry-{kind}-{batch}-{run}");
+                    tokio.block_on(drain(&runtime, dir.path(), &key, kind, input, batch, messages))
+                };
+                let native =
+                    |run| tokio.block_on(native_consumer(&server, dir.path(), &topic, kind, batch, messages, run));
+                let (ferry, native) = compare(ferry, native);
+                print_pair(kind, "iggy-", batch, payload, &ferry, &native);
             }
         }
+    }
+}
+
+/// How many times each side runs: the machine is noisy (a VM sharing its disk), so
+/// each side runs `ROUNDS` times, the two taking turns to go first, and the median
+/// of each is compared.
+const ROUNDS: u32 = 3;
+
+/// The median runs of `ferry` and of `native` (each given its round, for names of
+/// its own), and the ratio of each round's pair.
+fn compare(mut ferry: impl FnMut(u32) -> Measured, mut native: impl FnMut(u32) -> Measured) -> (Rounds, Rounds) {
+    let (mut ferries, mut natives) = (Vec::new(), Vec::new());
+    for run in 0..ROUNDS {
+        if run % 2 == 0 {
+            ferries.push(ferry(run));
+            natives.push(native(run));
+        } else {
+            natives.push(native(run));
+            ferries.push(ferry(run));
+        }
+    }
+    let pairs: Vec<f64> = ferries.iter().zip(&natives).map(|(f, n)| f.rate() / n.rate()).collect();
+    (Rounds::of(ferries, pairs.clone()), Rounds::of(natives, pairs))
+}
+
+/// The median of a side's runs, and the ratios of the rounds' pairs.
+struct Rounds {
+    median: Measured,
+    pairs: Vec<f64>,
+}
+
+impl Rounds {
+    fn of(mut runs: Vec<Measured>, pairs: Vec<f64>) -> Rounds {
+        runs.sort_by(|a, b| a.rate().total_cmp(&b.rate()));
+        Rounds { median: runs.swap_remove(runs.len() / 2), pairs }
+    }
+}
+
+impl Measured {
+    fn rate(&self) -> f64 {
+        self.messages as f64 / self.elapsed.as_secs_f64()
     }
 }
 
@@ -134,16 +183,17 @@ async fn native_consumer(
     kind: &str,
     batch: u32,
     messages: u64,
+    run: u32,
 ) -> Measured {
     let client = server.client().await;
     let (stream, topic_id) = (Identifier::named("bench").unwrap(), Identifier::named(topic).unwrap());
-    let group = format!("native-{kind}");
+    let group = format!("native-{kind}-{run}");
     client.create_consumer_group(&stream, &topic_id, &group).await.unwrap();
     let group = Identifier::named(&group).unwrap();
     client.join_consumer_group(&stream, &topic_id, &group).await.unwrap();
     let consumer = Consumer::group(group);
     let mut file = (kind == "file").then(|| {
-        let path = dir.join(format!("iggy-native-{kind}-{batch}.jsonl"));
+        let path = dir.join(format!("iggy-native-{kind}-{batch}-{run}.jsonl"));
         std::fs::OpenOptions::new().create(true).append(true).open(path).unwrap()
     });
     let (mut read, mut batches, mut start) = (0u64, 0u64, None);
@@ -206,8 +256,8 @@ async fn fill(log: &Path, messages: u64, payload: usize) {
 
 /// A sink connector draining `bench/t` of the local log under `dir` into the null sink
 /// or the file sink.
-async fn ferry_sink(runtime: &Arc<Runtime>, dir: &Path, kind: &str, batch: u32, messages: u64) -> Measured {
-    let key = format!("ferry-{kind}-{batch}");
+async fn ferry_sink(runtime: &Arc<Runtime>, dir: &Path, kind: &str, batch: u32, messages: u64, run: u32) -> Measured {
+    let key = format!("ferry-{kind}-{batch}-{run}");
     let state = StateDir::new(dir.join("state")).open(&key).expect("state");
     let input = Arc::new(LocalLogInput::new(dir.join("log"), vec![("bench".into(), "t".into())], Arc::new(state)));
     drain(runtime, dir, &key, kind, input, batch, messages).await
@@ -260,8 +310,8 @@ async fn drain(
 
 /// The same work without wasm: read each batch with the same reader, write it (or
 /// not), store the position in a state file the same way.
-fn native_sink(dir: &Path, kind: &str, batch: u32, messages: u64) -> Measured {
-    let key = format!("native-{kind}-{batch}");
+fn native_sink(dir: &Path, kind: &str, batch: u32, messages: u64, run: u32) -> Measured {
+    let key = format!("native-{kind}-{batch}-{run}");
     let state = StateDir::new(dir.join("state")).open(&key).expect("state");
     let reader = TopicReader::open(&dir.join("log"), "bench", "t").expect("the topic");
     let mut file = (kind == "file")
@@ -331,19 +381,27 @@ fn write_synced(file: &mut std::fs::File, lines: &[u8]) {
     file.sync_data().unwrap();
 }
 
-fn print_row(name: &str, batch: u32, payload: usize, m: &Measured, versus: Option<&Measured>) {
+/// The medians of both sides of one comparison, the ratio of the medians, and the
+/// lowest and highest ratio of a round's pair.
+fn print_pair(kind: &str, prefix: &str, batch: u32, payload: usize, ferry: &Rounds, native: &Rounds) {
+    print_row(&format!("{prefix}ferry-{kind}"), batch, payload, &ferry.median, String::new());
+    let low = native.pairs.iter().copied().fold(f64::INFINITY, f64::min);
+    let high = native.pairs.iter().copied().fold(0.0, f64::max);
+    let ratio = format!("{:.2} ({low:.2}-{high:.2})", ferry.median.rate() / native.median.rate());
+    print_row(&format!("{prefix}native-{kind}"), batch, payload, &native.median, ratio);
+}
+
+fn print_row(name: &str, batch: u32, payload: usize, m: &Measured, ratio: String) {
     let seconds = m.elapsed.as_secs_f64();
-    let rate = m.messages as f64 / seconds;
-    let ratio = versus.map(|ferry| format!("{:.2}", (ferry.messages as f64 / ferry.elapsed.as_secs_f64()) / rate));
     println!(
-        "{:<17} {:>6} {:>8} {:>9} {:>12.0} {:>9.1} {:>11.1} {:>7}",
+        "{:<17} {:>6} {:>8} {:>9} {:>12.0} {:>9.1} {:>11.1}  {}",
         name,
         batch,
         payload,
         m.batches,
-        rate,
+        m.rate(),
         (m.messages as f64 * payload as f64) / seconds / 1e6,
         seconds * 1e6 / m.batches as f64,
-        ratio.unwrap_or_default(),
+        ratio,
     );
 }
