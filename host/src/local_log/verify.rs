@@ -7,6 +7,10 @@
 //! bad checksum without a word, a file can be truncated, deleted, or restored from an
 //! older backup. Starting anyway would append after the loss as if nothing happened,
 //! so the start is refused, naming what is missing, and the operator decides.
+//!
+//! A sink reading the local log keeps such marks with its positions (what it read
+//! there): a log that lost records below them was damaged too, and is named the same
+//! way, in a sink's words.
 
 use std::ops::RangeInclusive;
 use std::path::Path;
@@ -14,6 +18,7 @@ use std::path::Path;
 use super::LocalLog;
 use super::read::open_topic;
 use crate::config::Config;
+use crate::contract::Role;
 use crate::delivery::LogMark;
 use crate::sqlite::StoreError;
 use crate::state::{Committed, ConnectorStateFile, StateError};
@@ -44,21 +49,41 @@ impl LocalLog {
             return Ok(());
         }
         match cursor.committed().map_err(LogCheckError::State)? {
-            Some(committed) => verify_receipt(&config.local_log.path, &config.file, key, &committed),
+            Some(committed) => {
+                let role = config.connector(key).map_or(Role::Source, |c| c.role());
+                verify_receipt(&config.local_log.path, &config.file, key, role, &committed)
+            }
             None => Ok(()),
         }
     }
 }
 
 /// Check every mark of `committed`'s receipt against the log under `dir`;
-/// `config_file` and `key` are for the advice in the error.
-pub fn verify_receipt(dir: &Path, config_file: &Path, key: &str, committed: &Committed) -> Result<(), LogCheckError> {
+/// `config_file`, `key` and its `role` are for the words and the advice of the error.
+pub fn verify_receipt(
+    dir: &Path,
+    config_file: &Path,
+    key: &str,
+    role: Role,
+    committed: &Committed,
+) -> Result<(), LogCheckError> {
+    let (state, says, did, after_reset) = match role {
+        Role::Source => (
+            "cursor",
+            "says",
+            "delivered",
+            "starts over from scratch (what it produces again is appended after what the log still holds)",
+        ),
+        Role::Sink => {
+            ("positions", "say", "read", "reads the topics again from their start (writing again what it wrote before)")
+        }
+    };
     let mut problems = Vec::new();
     for mark in &committed.receipt.marks {
         if let Some(shortfall) = shortfall(dir, mark).map_err(LogCheckError::Unreadable)? {
             problems.push(format!(
-                "the local log {}/{} {}, but its committed cursor (generation {}) says offsets up to {} were \
-                 delivered: {} (the log was damaged, truncated or deleted)",
+                "the local log {}/{} {}, but its committed {state} (generation {}) {says} offsets up to {} were \
+                 {did}: {} (the log was damaged, truncated or deleted)",
                 mark.stream,
                 mark.topic,
                 shortfall.log,
@@ -73,8 +98,8 @@ pub fn verify_receipt(dir: &Path, config_file: &Path, key: &str, committed: &Com
     }
     Err(LogCheckError::Missing(format!(
         "{}; nothing was started. If a backup holds those records, restore the topic file (with its -wal) from it \
-         and start again; to accept the loss instead, `ferry state reset {} {key} --yes` forgets the cursor, and \
-         `{key}` starts over from scratch (what it produces again is appended after what the log still holds)",
+         and start again; to accept the loss instead, `ferry state reset {} {key} --yes` forgets the {state}, and \
+         `{key}` {after_reset}",
         problems.join("; "),
         config_file.display(),
     )))
@@ -177,7 +202,7 @@ mod tests {
     }
 
     fn verify(dir: &Path, marks: &[(&str, &str, u64)]) -> Result<(), LogCheckError> {
-        verify_receipt(dir, Path::new("ferry.toml"), "random", &committed(marks))
+        verify_receipt(dir, Path::new("ferry.toml"), "random", Role::Source, &committed(marks))
     }
 
     #[test]
@@ -202,6 +227,26 @@ mod tests {
             "{error}"
         );
         assert!(error.contains("`ferry state reset ferry.toml random --yes`"), "{error}");
+    }
+
+    #[test]
+    fn a_sinks_positions_past_the_log_are_named_in_a_sinks_words() {
+        let dir = log_with(0..10);
+        let error =
+            verify_receipt(dir.path(), Path::new("ferry.toml"), "archive", Role::Sink, &committed(&[("s", "t", 20)]))
+                .unwrap_err()
+                .to_string();
+        assert!(
+            error.starts_with(
+                "the local log s/t ends at offset 10, but its committed positions (generation 52) say offsets up to \
+                 19 were read: records 10..=19 are missing (10 records)"
+            ),
+            "{error}"
+        );
+        assert!(
+            error.contains("forgets the positions, and `archive` reads the topics again from their start"),
+            "{error}"
+        );
     }
 
     #[test]
