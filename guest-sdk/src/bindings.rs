@@ -3,7 +3,7 @@
 //! [`crate::Sink`] and their `export_*!` macros wrap them.
 //!
 //! Two worlds, one set of shared types. The `source-connector` world is generated at
-//! the root of this module, with the `types` and `logging` interfaces; the
+//! the root of this module, with the `types`, `logging` and `postgres` interfaces; the
 //! `sink-connector` world is generated in [`sink`] and reuses them (wit-bindgen's
 //! `with`), so a header value, an error or a log call is one Rust type whichever
 //! world a connector implements. Each world's export macro carries the description
@@ -20,7 +20,8 @@ wit_bindgen::generate!({
     default_bindings_module: "ferry_guest::bindings",
 });
 
-/// The `sink-connector` world, sharing `types` and `logging` with the source world.
+/// The `sink-connector` world, sharing `types`, `logging` and `postgres` with the
+/// source world.
 pub mod sink {
     wit_bindgen::generate!({
         path: "../wit",
@@ -29,6 +30,7 @@ pub mod sink {
         with: {
             "iggy:connector/types@0.1.0": crate::bindings::iggy::connector::types,
             "iggy:connector/logging@0.1.0": crate::bindings::iggy::connector::logging,
+            "iggy:connector/postgres@0.1.0": crate::bindings::iggy::connector::postgres,
         },
         pub_export_macro: true,
         export_macro_name: "__export_sink_connector",

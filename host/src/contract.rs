@@ -15,6 +15,7 @@ use wit_parser::{Function, InterfaceId, Resolve, Type, TypeDefKind, WorldId, Wor
 pub const WIT_FILES: &[(&str, &str)] = &[
     ("types.wit", include_str!("../../wit/types.wit")),
     ("logging.wit", include_str!("../../wit/logging.wit")),
+    ("postgres.wit", include_str!("../../wit/postgres.wit")),
     ("source.wit", include_str!("../../wit/source.wit")),
     ("sink.wit", include_str!("../../wit/sink.wit")),
 ];

@@ -155,14 +155,7 @@ pub trait ConnectorConfig {
         };
         let object = document.as_object_mut().expect("a TOML table becomes a JSON object");
         for (name, source) in self.secrets() {
-            let value = match source {
-                SecretSource::Env(variable) => std::env::var(variable)
-                    .map_err(|_| format!("secrets.{name}: the environment variable {variable} is not set"))?,
-                SecretSource::File(path) => {
-                    let text = super::read_secret_file(path).map_err(|problem| format!("secrets.{name}: {problem}"))?;
-                    text.strip_suffix('\n').unwrap_or(&text).to_string()
-                }
-            };
+            let value = source.read().map_err(|problem| format!("secrets.{name}: {problem}"))?;
             object.insert(name.clone(), serde_json::Value::String(value));
         }
         Ok(document.to_string())

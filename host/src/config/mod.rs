@@ -33,12 +33,14 @@ mod connector;
 mod duration;
 mod env;
 mod iggy;
+mod postgres;
 mod sandbox;
 mod sink;
 mod source;
 mod tenant;
 mod validate;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -51,6 +53,7 @@ pub use bytesize::ByteSize;
 pub use connector::ConnectorConfig;
 pub use env::ENV_PREFIX;
 pub use iggy::{Credentials, IggyConfig, Secret, TlsConfig, Transport};
+pub use postgres::PostgresConfig;
 pub use sandbox::{DirGrant, Grants, Limits, SecretSource, split_host_port};
 pub use sink::{SinkConfig, SinkStreamConfig};
 pub use source::{CreateTopic, Partitioning, SourceConfig, StreamConfig};
@@ -86,6 +89,9 @@ pub struct Config {
     pub iggy: Option<IggyConfig>,
     #[serde(default)]
     pub tenants: Vec<TenantConfig>,
+    /// PostgreSQL servers by name, for connectors granted them.
+    #[serde(default)]
+    pub postgres: BTreeMap<String, PostgresConfig>,
     #[serde(default)]
     pub sources: Vec<SourceConfig>,
     #[serde(default)]
@@ -252,6 +258,11 @@ impl Config {
                 resolve(path);
             }
         }
+        for server in self.postgres.values_mut() {
+            if let Some(SecretSource::File(path)) = &mut server.password {
+                resolve(path);
+            }
+        }
     }
 
     /// The source with this key.
@@ -300,6 +311,22 @@ impl Config {
         match connector.tenant() {
             Some(tenant) => self.state.path.join("tenants").join(tenant),
             None => self.state.path.clone(),
+        }
+    }
+}
+
+impl SecretSource {
+    /// The secret's value: the variable's, or the file's without one trailing
+    /// newline. The error names the variable or the file, never a byte of the value.
+    pub fn read(&self) -> Result<String, String> {
+        match self {
+            SecretSource::Env(variable) => {
+                std::env::var(variable).map_err(|_| format!("the environment variable {variable} is not set"))
+            }
+            SecretSource::File(path) => {
+                let text = read_secret_file(path)?;
+                Ok(text.strip_suffix('\n').unwrap_or(&text).to_string())
+            }
         }
     }
 }

@@ -102,6 +102,8 @@ pub struct Grants {
     /// Outbound TCP connections, `host:port` each. Names are resolved when an instance
     /// starts; the guest may connect to exactly the addresses they resolve to.
     pub network: Vec<String>,
+    /// PostgreSQL servers of `[postgres.NAME]` the guest may open, by name.
+    pub postgres: Vec<String>,
 }
 
 /// One preopened directory.

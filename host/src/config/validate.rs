@@ -42,6 +42,10 @@ pub fn valid_name(name: &str) -> Result<(), String> {
 pub fn validate(config: &Config) -> Result<(), String> {
     validate_runtime(&config.runtime)?;
     validate_directories(config)?;
+    for (name, server) in &config.postgres {
+        valid_key(name).map_err(|p| format!("[postgres.{name}]: the name {name:?} {p}"))?;
+        server.validate().map_err(|p| format!("[postgres.{name}]: {p}"))?;
+    }
     for (index, tenant) in config.tenants.iter().enumerate() {
         valid_key(&tenant.key).map_err(|p| format!("tenants[{index}]: key {:?} {p}", tenant.key))?;
     }
@@ -79,6 +83,16 @@ pub fn validate(config: &Config) -> Result<(), String> {
             return Err(at("tenant", format!("no [[tenants]] entry has key `{tenant}`")));
         }
         validate_connector(*connector).map_err(|(what, problem)| at(what, problem))?;
+        if let Some(name) = connector.grants().postgres.iter().find(|name| !config.postgres.contains_key(*name)) {
+            let defined: Vec<&str> = config.postgres.keys().map(String::as_str).collect();
+            return Err(at(
+                "grants.postgres",
+                format!(
+                    "no [postgres.{name}] is defined (defined: {})",
+                    if defined.is_empty() { "none".into() } else { defined.join(", ") }
+                ),
+            ));
+        }
     }
     for (index, source) in config.sources.iter().enumerate() {
         let at = |what: &str, problem: String| format!("sources[{index}] (key `{}`): {what}: {problem}", source.key);

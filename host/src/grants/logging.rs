@@ -51,6 +51,22 @@ impl GuestLog {
     }
 }
 
+impl GuestLog {
+    /// A warning of the host's about something the guest did through a capability
+    /// (a refused PostgreSQL statement, say): in the connector's span, within the
+    /// same budget as the guest's own lines (a guest looping on failures must not
+    /// flood the log through the host either), its text cleaned since it may quote
+    /// the guest's data.
+    pub fn host_warning(&self, text: &str) {
+        let _entered = self.span.enter();
+        if !self.budget.admit() {
+            return;
+        }
+        let text = guest_text::clean(text, MAX_LINE);
+        tracing::warn!(target: "ferry::grants", "{text}");
+    }
+}
+
 /// The log lines one connector may write, shared by all its instances (a restart
 /// does not refill it), and the count of those dropped.
 pub struct LogBudget {

@@ -12,7 +12,9 @@
 //! * [`env`]: environment variables named in `grants.env`, none otherwise;
 //! * [`dirs`]: directories named in `grants.dirs`, none otherwise;
 //! * [`network`]: TCP connections to `grants.network`, none otherwise;
-//! * [`http`]: outgoing `wasi:http` requests to the same `grants.network`.
+//! * [`http`]: outgoing `wasi:http` requests to the same `grants.network`;
+//! * [`postgres`]: the contract's PostgreSQL import, to the servers of `[postgres.NAME]`
+//!   named in `grants.postgres`, none otherwise.
 //!
 //! Every WASI interface is *linked* (a component built for wasm32-wasip1 imports
 //! filesystem and sockets whether it uses them or not), but an ungranted one has
@@ -25,6 +27,7 @@ pub mod env;
 pub mod http;
 pub mod logging;
 pub mod network;
+pub mod postgres;
 pub mod stdio;
 
 use std::sync::Arc;
@@ -68,6 +71,9 @@ pub fn verdict(import: &str, grants: &Grants) -> Verdict {
     match (package, name) {
         ("iggy:connector", "logging") => Verdict::Granted("into the host log, rate-limited"),
         ("iggy:connector", "types") => Verdict::Granted("the contract's types"),
+        ("iggy:connector", "postgres") => {
+            by(!grants.postgres.is_empty(), "grants.postgres", "no servers: grants.postgres is empty")
+        }
         ("iggy:connector", _) => Verdict::Unavailable,
         ("wasi:clocks", _) | ("wasi:random", _) => Verdict::Granted("always"),
         ("wasi:io", _) => Verdict::Granted("always (streams and polling)"),
@@ -101,16 +107,23 @@ mod tests {
         assert!(matches!(verdict("wasi:sockets/tcp@0.2.3", &none), Verdict::Denied(_)));
         assert!(matches!(verdict("wasi:cli/environment@0.2.3", &none), Verdict::Denied(_)));
         assert!(matches!(verdict("wasi:http/outgoing-handler@0.2.3", &none), Verdict::Denied(_)));
+        assert!(matches!(verdict("iggy:connector/postgres@0.1.0", &none), Verdict::Denied(_)));
         assert_eq!(verdict("wasi:http/incoming-handler@0.2.3", &none), Verdict::Unavailable);
         assert_eq!(verdict("wasi:keyvalue/store@0.2.0", &none), Verdict::Unavailable);
     }
 
     #[test]
     fn grants_open_what_they_name() {
-        let grants = Grants { env: vec!["TZ".into()], dirs: vec![], network: vec!["localhost:1".into()] };
+        let grants = Grants {
+            env: vec!["TZ".into()],
+            dirs: vec![],
+            network: vec!["localhost:1".into()],
+            postgres: vec!["orders".into()],
+        };
         assert!(matches!(verdict("wasi:cli/environment@0.2.3", &grants), Verdict::Granted("grants.env")));
         assert!(matches!(verdict("wasi:sockets/tcp@0.2.0", &grants), Verdict::Granted("grants.network")));
         assert!(matches!(verdict("wasi:filesystem/types@0.2.3", &grants), Verdict::Denied(_)));
+        assert!(matches!(verdict("iggy:connector/postgres@0.1.0", &grants), Verdict::Granted("grants.postgres")));
         // A network grant is TCP and HTTP only: the sandbox never lets UDP out.
         assert_eq!(verdict("wasi:sockets/udp@0.2.3", &grants), Verdict::Denied("UDP is never granted"));
         assert_eq!(verdict("wasi:sockets/udp-create-socket@0.2.3", &grants), Verdict::Denied("UDP is never granted"));

@@ -12,6 +12,7 @@ use tracing::Instrument;
 use super::{Host, SetupError};
 use crate::config::{Allocator, ByteSize, Config, ConfigError, ConnectorConfig, IggyConfig, SinkConfig};
 use crate::delivery::Target;
+use crate::grants::postgres::PgPools;
 use crate::iggy::{IggyInput, IggyTarget};
 use crate::local_log::{LocalLog, LocalLogInput};
 use crate::runtime::{
@@ -44,7 +45,7 @@ impl Host {
         let sinks = config.sinks.iter().filter(|s| s.enabled);
         let sinks: Vec<_> = sinks.map(|s| wiring.check::<SinkWorld>(s).map(|c| (s, c))).collect::<Result<_, _>>()?;
 
-        for (source, Checked { component, plugin_config }) in sources {
+        for (source, Checked { component, plugin_config, postgres }) in sources {
             let connector = SourceConnector {
                 key: source.key.as_str().into(),
                 tenant: source.tenant.as_deref().map(Into::into),
@@ -52,13 +53,13 @@ impl Host {
                 plugin_config,
                 streams: source.streams.clone().into(),
                 settings: SourceSettings::from_config(source),
-                sandbox: Sandbox { limits: source.limits.clone(), grants: source.grants.clone() },
+                sandbox: Sandbox { limits: source.limits.clone(), grants: source.grants.clone(), postgres },
                 target: wiring.target_of(source),
                 cursor: Arc::new(wiring.state_of(source)?),
             };
             host.add_source(connector, source.name.clone());
         }
-        for (sink, Checked { component, plugin_config }) in sinks {
+        for (sink, Checked { component, plugin_config, postgres }) in sinks {
             let topics = sink.topics().map(|(stream, topic)| (stream.to_string(), topic.to_string())).collect();
             let state = wiring.state_of(sink)?;
             let connector = SinkConnector {
@@ -67,7 +68,7 @@ impl Host {
                 component,
                 plugin_config,
                 settings: SinkSettings::from_config(sink),
-                sandbox: Sandbox { limits: sink.limits.clone(), grants: sink.grants.clone() },
+                sandbox: Sandbox { limits: sink.limits.clone(), grants: sink.grants.clone(), postgres },
                 input: wiring.input_of(sink, topics, state),
                 dead_letters: sink
                     .dead_letters
@@ -86,6 +87,8 @@ struct Checked<W: World> {
     component: PendingComponent<W>,
     /// The guest's JSON config, with its secrets.
     plugin_config: String,
+    /// The PostgreSQL servers it is granted, with its pools.
+    postgres: PgPools,
 }
 
 /// What connectors share while they are wired: the runtime, the targets, the state
@@ -147,8 +150,12 @@ impl<'a> Wiring<'a> {
             file: config.file.clone(),
             problem: format!("{}s (key `{key}`): {problem}", connector.role()),
         })?;
+        let postgres = PgPools::granted(connector.grants(), &config.postgres).map_err(|problem| ConfigError {
+            file: config.file.clone(),
+            problem: format!("{}s (key `{key}`): {problem}", connector.role()),
+        })?;
         refuse_stranded_state(config, connector).map_err(SetupError::Config)?;
-        Ok(Checked { component, plugin_config })
+        Ok(Checked { component, plugin_config, postgres })
     }
 
     /// The component of `connector`, checked now and compiled in the background (once

@@ -1,6 +1,6 @@
 //! Host-side bindings generated from the contract in `wit/`: one module per world,
-//! sharing the `types` and `logging` interfaces (one set of Rust types for what
-//! crosses the boundary, one logging import linked once for every guest).
+//! sharing the `types`, `logging` and `postgres` interfaces (one set of Rust types
+//! for what crosses the boundary, each import linked once for every guest).
 //!
 //! Exports are async so that a guest call yields to tokio whenever the guest blocks
 //! in WASI (a clock wait, say) instead of holding a runtime thread.
@@ -10,7 +10,10 @@ mod source_world {
         path: "../wit",
         world: "source-connector",
         exports: { default: async },
+        // PostgreSQL statements wait on the network: they yield to tokio.
+        imports: { "iggy:connector/postgres": async },
         additional_derives: [PartialEq],
+        with: { "iggy:connector/postgres.connection": crate::grants::postgres::PgConnection },
     });
 }
 
@@ -23,6 +26,7 @@ mod sink_world {
         with: {
             "iggy:connector/types": super::source_world::iggy::connector::types,
             "iggy:connector/logging": super::source_world::iggy::connector::logging,
+            "iggy:connector/postgres": super::source_world::iggy::connector::postgres,
         },
     });
 }
@@ -30,5 +34,5 @@ mod sink_world {
 pub use sink_world::exports::iggy::connector::sink as sink_export;
 pub use sink_world::{SinkConnector, SinkConnectorPre};
 pub use source_world::exports::iggy::connector::source as source_export;
-pub use source_world::iggy::connector::{logging, types};
+pub use source_world::iggy::connector::{logging, postgres, types};
 pub use source_world::{SourceConnector, SourceConnectorPre};

@@ -9,6 +9,7 @@ use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 use super::limits::{CallClock, MemoryLimiter};
 use crate::grants::http::HttpGrant;
 use crate::grants::logging::GuestLog;
+use crate::grants::postgres::PgAccess;
 
 pub struct GuestContext {
     pub(crate) wasi: WasiCtx,
@@ -16,6 +17,7 @@ pub struct GuestContext {
     pub(crate) http_grant: HttpGrant,
     pub(crate) table: ResourceTable,
     pub(crate) log: GuestLog,
+    pub(crate) postgres: PgAccess,
     pub(crate) limiter: MemoryLimiter,
     pub(crate) clock: CallClock,
 }

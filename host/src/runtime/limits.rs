@@ -103,6 +103,11 @@ impl CallClock {
         self.timeout
     }
 
+    /// What is left of the current call's time.
+    pub fn remaining(&self) -> Duration {
+        self.timeout.saturating_sub(self.started.elapsed())
+    }
+
     /// A call begins now.
     pub fn start(&mut self) {
         self.started = Instant::now();

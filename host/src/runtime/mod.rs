@@ -24,6 +24,7 @@ use wasmtime::{Engine, Store};
 use crate::config::{Grants, Limits};
 use crate::contract::{self, ComponentWorld, Contract, ContractError};
 use crate::files::{self, FileError};
+use crate::grants::postgres::{PgAccess, PgPools};
 use crate::grants::{self, logging::GuestLog};
 pub use compile::{CompileFailure, Compiler, Isolation};
 use context::GuestContext;
@@ -40,6 +41,8 @@ pub use world::{SinkWorld, SourceWorld, World};
 pub struct Sandbox {
     pub limits: Limits,
     pub grants: Grants,
+    /// The PostgreSQL servers `grants.postgres` names, with this connector's pools.
+    pub postgres: PgPools,
 }
 
 /// Why a component cannot be used. Always names the file.
@@ -120,6 +123,7 @@ impl Runtime {
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
         bindings::logging::add_to_linker::<GuestContext, HasSelf<GuestContext>>(&mut linker, |ctx| ctx)?;
+        bindings::postgres::add_to_linker::<GuestContext, HasSelf<GuestContext>>(&mut linker, |ctx| ctx)?;
         Ok(Runtime {
             engine,
             linker,
@@ -233,6 +237,10 @@ impl Runtime {
             http_grant,
             table: ResourceTable::new(),
             log,
+            postgres: PgAccess {
+                pools: sandbox.postgres.clone(),
+                max_result_bytes: sandbox.limits.max_batch_bytes.bytes(),
+            },
             limiter: MemoryLimiter::new(&sandbox.limits),
             clock: CallClock::new(sandbox.limits.call_timeout),
         };

@@ -1,0 +1,514 @@
+//! The contract's `postgres` import: PostgreSQL servers the operator defined
+//! (`[postgres.NAME]`), reachable by a connector only by the names in its
+//! `grants.postgres`, through a small pool of the host's per connector.
+//!
+//! Why the host and not the guest: a guest has no sockets and, in most languages,
+//! no driver; and a server reached through a name cannot be a server the operator
+//! did not mean, nor leak its address or password to the guest.
+//!
+//! Every statement runs within what is left of the guest's call (less a margin, so
+//! that the guest can still answer): one that would outlive it is cancelled on the
+//! server and comes back as `timed-out`. Every failure is a value for the guest and
+//! a warning in the log under the connector's key, within the guest's log budget.
+//! A connection whose statement timed out or broke is not reused.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{BufMut, BytesMut};
+use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
+use futures::{StreamExt, pin_mut};
+use tokio_postgres::types::{FromSql, IsNull, ToSql, Type, to_sql_checked};
+use tokio_postgres::{NoTls, Statement as Prepared};
+use wasmtime::component::Resource;
+
+use crate::config::{Grants, PostgresConfig};
+use crate::runtime::bindings::postgres::{Error, Host, HostConnection, Refusal, Rows, Statement, Value};
+use crate::runtime::context::GuestContext;
+
+/// Microseconds from the Unix epoch to PostgreSQL's (2000-01-01).
+const POSTGRES_EPOCH_MICROS: i64 = 946_684_800_000_000;
+
+/// The servers one connector is granted, each with its pool (connections are made
+/// when first used, so a server that is down does not stop the host from starting).
+#[derive(Clone, Default)]
+pub struct PgPools(Arc<BTreeMap<String, Pool>>);
+
+impl PgPools {
+    /// Pools for the servers `grants` name, as `servers` define them; the error names
+    /// what is wrong (an undefined name, a password that cannot be read).
+    pub fn granted(grants: &Grants, servers: &BTreeMap<String, PostgresConfig>) -> Result<PgPools, String> {
+        let mut pools = BTreeMap::new();
+        for name in &grants.postgres {
+            let server =
+                servers.get(name).ok_or_else(|| format!("grants.postgres: no [postgres.{name}] is defined"))?;
+            let mut config = tokio_postgres::Config::new();
+            config
+                .host(&server.host)
+                .port(server.port)
+                .dbname(&server.database)
+                .user(&server.user)
+                .connect_timeout(server.connect_timeout)
+                .application_name("ferry");
+            if let Some(password) = &server.password {
+                config.password(password.read().map_err(|p| format!("[postgres.{name}] password: {p}"))?);
+            }
+            let manager =
+                Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+            let pool = Pool::builder(manager)
+                .max_size(server.max_connections as usize)
+                .build()
+                .map_err(|e| format!("[postgres.{name}]: {e}"))?;
+            pools.insert(name.clone(), pool);
+        }
+        Ok(PgPools(Arc::new(pools)))
+    }
+
+    fn get(&self, name: &str) -> Option<&Pool> {
+        self.0.get(name)
+    }
+}
+
+// Pools are compared and shown by the names they serve: what a sandbox grants.
+impl std::fmt::Debug for PgPools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.0.keys()).finish()
+    }
+}
+
+impl PartialEq for PgPools {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.keys().eq(other.0.keys())
+    }
+}
+
+impl Eq for PgPools {}
+
+/// What one instance may do with PostgreSQL.
+pub struct PgAccess {
+    pub pools: PgPools,
+    /// The most a query's rows may take (the connector's `limits.max_batch_bytes`:
+    /// what its memory is sized for); a bigger result is refused, not buffered.
+    pub max_result_bytes: u64,
+}
+
+/// A guest's open connection: a pooled client, replaced on next use after it broke
+/// or timed out.
+pub struct PgConnection {
+    name: String,
+    pool: Pool,
+    client: Option<Object>,
+}
+
+impl Host for GuestContext {}
+
+impl HostConnection for GuestContext {
+    async fn open(&mut self, name: String) -> Result<Resource<PgConnection>, Error> {
+        let Some(pool) = self.postgres.pools.get(&name) else {
+            let problem = format!("the connection `{name}` is not in this connector's grants.postgres");
+            self.log.host_warning(&format!("postgres: {problem}"));
+            return Err(Error::NotGranted(problem));
+        };
+        let connection = PgConnection { name, pool: pool.clone(), client: None };
+        self.table.push(connection).map_err(|e| Error::Connection(format!("cannot hold another connection: {e}")))
+    }
+
+    async fn query(&mut self, this: Resource<PgConnection>, sql: String, params: Vec<Value>) -> Result<Rows, Error> {
+        let max = self.postgres.max_result_bytes;
+        self.run(&this, "query", async |client| query(client, &sql, &params, max).await).await
+    }
+
+    async fn execute(&mut self, this: Resource<PgConnection>, sql: String, params: Vec<Value>) -> Result<u64, Error> {
+        self.run(&this, "execute", async |client| {
+            let prepared = prepare(client, &sql, &params, None).await?;
+            let params = as_params(&params);
+            client.execute(&prepared, &refs(&params)).await.map_err(|e| classify(e, None))
+        })
+        .await
+    }
+
+    async fn transaction(
+        &mut self,
+        this: Resource<PgConnection>,
+        statements: Vec<Statement>,
+    ) -> Result<Vec<u64>, Error> {
+        self.run(&this, "transaction", async |client| {
+            let mut prepared = Vec::with_capacity(statements.len());
+            for (index, statement) in statements.iter().enumerate() {
+                prepared.push(prepare(client, &statement.sql, &statement.params, Some(index)).await?);
+            }
+            let transaction = client.transaction().await.map_err(|e| classify(e, None))?;
+            let mut affected = Vec::with_capacity(statements.len());
+            for (index, (statement, prepared)) in statements.iter().zip(&prepared).enumerate() {
+                let params = as_params(&statement.params);
+                let rows = transaction.execute(prepared, &refs(&params)).await;
+                // Dropping the transaction on error rolls it back.
+                affected.push(rows.map_err(|e| classify(e, Some(index)))?);
+            }
+            transaction.commit().await.map_err(|e| classify(e, None))?;
+            Ok(affected)
+        })
+        .await
+    }
+
+    async fn drop(&mut self, this: Resource<PgConnection>) -> wasmtime::Result<()> {
+        // Its client goes back to the pool.
+        self.table.delete(this)?;
+        Ok(())
+    }
+}
+
+impl GuestContext {
+    /// Run `work` on the client of `this` within what is left of the call, logging
+    /// a failure; a client whose work broke, failed inside a transaction or timed
+    /// out is dropped from the pool rather than handed out again in an unknown state.
+    async fn run<T>(
+        &mut self,
+        this: &Resource<PgConnection>,
+        what: &str,
+        work: impl AsyncFnOnce(&mut deadpool_postgres::ClientWrapper) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        let budget = statement_budget(self.clock.remaining());
+        let connection = self.table.get_mut(this).map_err(|e| Error::Connection(e.to_string()))?;
+        let name = connection.name.clone();
+        let outcome = tokio::time::timeout(budget, async {
+            if connection.client.is_none() {
+                let client = connection.pool.get().await.map_err(|e| Error::Connection(e.to_string()))?;
+                connection.client = Some(client);
+            }
+            work(connection.client.as_mut().expect("a client was just taken from the pool")).await
+        })
+        .await;
+        let result = match outcome {
+            Ok(result) => result,
+            Err(_) => {
+                if let Some(client) = &connection.client {
+                    let cancel = client.cancel_token();
+                    tokio::spawn(async move { cancel.cancel_query(NoTls).await });
+                }
+                Err(Error::TimedOut(format!(
+                    "the {what} ran past the call's deadline ({budget:?} were left of limits.call_timeout) and was \
+                     cancelled"
+                )))
+            }
+        };
+        if let Err(error) = &result {
+            if !matches!(error, Error::Refused(r) if r.statement.is_none()) {
+                // Broken, timed out, or refused inside a transaction: start afresh.
+                connection.client.take().map(Object::take);
+            }
+            self.log.host_warning(&format!("postgres `{name}`: {what} failed: {}", describe(error)));
+        }
+        result
+    }
+}
+
+/// How long a statement may run when `remaining` is left of the call: a tenth less,
+/// at most 100 ms less, so that the guest can still answer in time.
+fn statement_budget(remaining: Duration) -> Duration {
+    remaining.saturating_sub((remaining / 10).min(Duration::from_millis(100)))
+}
+
+/// The statement `sql`, prepared (and cached on the connection), checked against
+/// `params` and against the column types this interface carries.
+async fn prepare(
+    client: &deadpool_postgres::ClientWrapper,
+    sql: &str,
+    params: &[Value],
+    index: Option<usize>,
+) -> Result<Prepared, Error> {
+    let prepared = client.prepare_cached(sql).await.map_err(|e| classify(e, index))?;
+    let refused = |message: String| {
+        let statement = index.map(|i| i as u32);
+        Error::Refused(Refusal { message, code: "08P01".into(), permanent: true, statement })
+    };
+    if prepared.params().len() != params.len() {
+        return Err(refused(format!(
+            "the statement takes {} parameter(s), {} were given",
+            prepared.params().len(),
+            params.len()
+        )));
+    }
+    if let Some(column) = prepared.columns().iter().find(|c| !readable(c.type_())) {
+        return Err(refused(format!(
+            "column `{}` is of type {}, which this interface does not carry: cast it in the query (`{}::text`)",
+            column.name(),
+            column.type_(),
+            column.name()
+        )));
+    }
+    Ok(prepared)
+}
+
+/// Run a query, converting its rows as they come, refusing a result past `max` bytes.
+async fn query(
+    client: &deadpool_postgres::ClientWrapper,
+    sql: &str,
+    params: &[Value],
+    max: u64,
+) -> Result<Rows, Error> {
+    let prepared = prepare(client, sql, params, None).await?;
+    let columns = prepared.columns().iter().map(|c| c.name().to_string()).collect();
+    let stream = client.query_raw(&prepared, as_params(params)).await.map_err(|e| classify(e, None))?;
+    pin_mut!(stream);
+    let (mut rows, mut bytes) = (Vec::new(), 0u64);
+    while let Some(row) = stream.next().await {
+        let row = row.map_err(|e| classify(e, None))?;
+        let values = (0..row.len()).map(|i| column(&row, i)).collect::<Result<Vec<_>, _>>()?;
+        bytes += values.iter().map(size_of_value).sum::<u64>();
+        if bytes > max {
+            return Err(Error::Refused(Refusal {
+                message: format!(
+                    "the result is over {max} bytes (limits.max_batch_bytes) after {} rows: ask for fewer (LIMIT)",
+                    rows.len()
+                ),
+                code: "54000".into(),
+                permanent: true,
+                statement: None,
+            }));
+        }
+        rows.push(values);
+    }
+    Ok(Rows { columns, rows })
+}
+
+/// Whether a column of type `ty` comes back as a [`Value`].
+fn readable(ty: &Type) -> bool {
+    [
+        Type::BOOL,
+        Type::INT2,
+        Type::INT4,
+        Type::INT8,
+        Type::OID,
+        Type::FLOAT4,
+        Type::FLOAT8,
+        Type::TEXT,
+        Type::VARCHAR,
+        Type::BPCHAR,
+        Type::NAME,
+        Type::UNKNOWN,
+        Type::BYTEA,
+        Type::JSON,
+        Type::JSONB,
+        Type::TIMESTAMP,
+        Type::TIMESTAMPTZ,
+    ]
+    .contains(ty)
+}
+
+/// Column `i` of `row` as a value (its type was checked by [`readable`]).
+fn column(row: &tokio_postgres::Row, i: usize) -> Result<Value, Error> {
+    let failed = |e: tokio_postgres::Error| classify(e, None);
+    let ty = row.columns()[i].type_().clone();
+    let value = match ty {
+        Type::BOOL => row.try_get::<_, Option<bool>>(i).map_err(failed)?.map(Value::Boolean),
+        Type::INT2 => row.try_get::<_, Option<i16>>(i).map_err(failed)?.map(|v| Value::Int(v.into())),
+        Type::INT4 => row.try_get::<_, Option<i32>>(i).map_err(failed)?.map(|v| Value::Int(v.into())),
+        Type::INT8 => row.try_get::<_, Option<i64>>(i).map_err(failed)?.map(Value::Int),
+        Type::OID => row.try_get::<_, Option<u32>>(i).map_err(failed)?.map(|v| Value::Int(v.into())),
+        Type::FLOAT4 => row.try_get::<_, Option<f32>>(i).map_err(failed)?.map(|v| Value::Float(v.into())),
+        Type::FLOAT8 => row.try_get::<_, Option<f64>>(i).map_err(failed)?.map(Value::Float),
+        Type::BYTEA => row.try_get::<_, Option<Vec<u8>>>(i).map_err(failed)?.map(Value::Bytes),
+        Type::JSON | Type::JSONB => row.try_get::<_, Option<RawJson>>(i).map_err(failed)?.map(|j| Value::Json(j.0)),
+        Type::TIMESTAMP | Type::TIMESTAMPTZ => {
+            row.try_get::<_, Option<RawTimestamp>>(i).map_err(failed)?.map(|t| Value::Timestamp(t.0))
+        }
+        _ => row.try_get::<_, Option<String>>(i).map_err(failed)?.map(Value::Text),
+    };
+    Ok(value.unwrap_or(Value::Null))
+}
+
+/// Roughly what a value takes in the guest's memory.
+fn size_of_value(value: &Value) -> u64 {
+    let payload = match value {
+        Value::Text(t) | Value::Json(t) => t.len(),
+        Value::Bytes(b) => b.len(),
+        _ => 0,
+    };
+    payload as u64 + 16
+}
+
+/// The parameters of a statement, as tokio-postgres takes them.
+fn as_params(params: &[Value]) -> Vec<Param<'_>> {
+    params.iter().map(Param).collect()
+}
+
+/// The parameters as the driver's slice of references.
+fn refs<'a>(params: &'a [Param<'a>]) -> Vec<&'a (dyn ToSql + Sync)> {
+    params.iter().map(|p| p as &(dyn ToSql + Sync)).collect()
+}
+
+/// A guest's value bound to a parameter of whatever type the statement gives it.
+#[derive(Debug)]
+struct Param<'a>(&'a Value);
+
+/// A value that does not fit its parameter: the statement is refused for good.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct ParamError(String);
+
+impl ToSql for Param<'_> {
+    fn to_sql(&self, ty: &Type, out: &mut BytesMut) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        let unfit = |what: &str| -> Box<dyn std::error::Error + Sync + Send> {
+            Box::new(ParamError(format!("{what} for a parameter of type {ty}")))
+        };
+        let narrow = |_| unfit("an int out of range");
+        match (self.0, ty) {
+            (Value::Null, _) => return Ok(IsNull::Yes),
+            (Value::Boolean(v), &Type::BOOL) => v.to_sql(ty, out),
+            (Value::Int(v), &Type::INT2) => i16::try_from(*v).map_err(narrow)?.to_sql(ty, out),
+            (Value::Int(v), &Type::INT4) => i32::try_from(*v).map_err(narrow)?.to_sql(ty, out),
+            (Value::Int(v), &Type::INT8) => v.to_sql(ty, out),
+            (Value::Int(v), &Type::OID) => u32::try_from(*v).map_err(narrow)?.to_sql(ty, out),
+            (Value::Int(v), &Type::FLOAT4) => (*v as f32).to_sql(ty, out),
+            (Value::Int(v), &Type::FLOAT8) => (*v as f64).to_sql(ty, out),
+            (Value::Float(v), &Type::FLOAT4) => (*v as f32).to_sql(ty, out),
+            (Value::Float(v), &Type::FLOAT8) => v.to_sql(ty, out),
+            (Value::Text(v), &Type::TEXT | &Type::VARCHAR | &Type::BPCHAR | &Type::NAME | &Type::UNKNOWN) => {
+                v.as_str().to_sql(ty, out)
+            }
+            (Value::Text(v) | Value::Json(v), &Type::JSON) => {
+                out.put_slice(v.as_bytes());
+                Ok(IsNull::No)
+            }
+            (Value::Text(v) | Value::Json(v), &Type::JSONB) => {
+                // jsonb's binary form: a version byte, then the text.
+                out.put_u8(1);
+                out.put_slice(v.as_bytes());
+                Ok(IsNull::No)
+            }
+            (Value::Bytes(v), &Type::BYTEA) => v.as_slice().to_sql(ty, out),
+            (Value::Timestamp(micros), &Type::TIMESTAMP | &Type::TIMESTAMPTZ) => {
+                let since_2000 =
+                    micros.checked_sub(POSTGRES_EPOCH_MICROS).ok_or_else(|| unfit("a timestamp too early"))?;
+                out.put_i64(since_2000);
+                Ok(IsNull::No)
+            }
+            (value, _) => Err(unfit(&format!(
+                "a{} value (cast the parameter in the statement, e.g. `$1::text::{ty}`)",
+                match value {
+                    Value::Boolean(_) => " boolean",
+                    Value::Int(_) => "n int",
+                    Value::Float(_) => " float",
+                    Value::Text(_) => " text",
+                    Value::Bytes(_) => " bytes",
+                    Value::Json(_) => " json",
+                    _ => " timestamp",
+                }
+            ))),
+        }
+    }
+
+    fn accepts(_: &Type) -> bool {
+        // Whether the value fits is decided per value in `to_sql`, with a clear error.
+        true
+    }
+
+    to_sql_checked!();
+}
+
+/// A `json` or `jsonb` column's document, as text.
+struct RawJson(String);
+
+impl<'a> FromSql<'a> for RawJson {
+    fn from_sql(ty: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        let text = match *ty {
+            Type::JSONB => raw.split_first().filter(|(version, _)| **version == 1).map(|(_, text)| text),
+            _ => Some(raw),
+        };
+        let text = text.ok_or("an unknown jsonb format")?;
+        Ok(RawJson(std::str::from_utf8(text)?.to_string()))
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        matches!(*ty, Type::JSON | Type::JSONB)
+    }
+}
+
+/// A `timestamp` or `timestamptz` column, in microseconds since the Unix epoch.
+struct RawTimestamp(i64);
+
+impl<'a> FromSql<'a> for RawTimestamp {
+    fn from_sql(ty: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        let since_2000 = i64::from_sql(&Type::INT8, raw).map_err(|_| format!("an unreadable {ty}"))?;
+        // ±infinity are kept at the ends of the range.
+        Ok(RawTimestamp(since_2000.saturating_add(POSTGRES_EPOCH_MICROS)))
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        matches!(*ty, Type::TIMESTAMP | Type::TIMESTAMPTZ)
+    }
+}
+
+/// A driver error as the guest's error: the server's refusals with their SQLSTATE
+/// (data, integrity and syntax/access problems are permanent), a value that did not
+/// fit its parameter (permanent), and anything else as a connection problem, worth
+/// trying again.
+fn classify(error: tokio_postgres::Error, statement: Option<usize>) -> Error {
+    let statement = statement.map(|i| i as u32);
+    if let Some(db) = error.as_db_error() {
+        let code = db.code().code().to_string();
+        let permanent = ["22", "23", "42"].iter().any(|class| code.starts_with(class));
+        return Error::Refused(Refusal { message: db.message().to_string(), code, permanent, statement });
+    }
+    let unfit = std::error::Error::source(&error).and_then(|e| e.downcast_ref::<ParamError>());
+    if let Some(unfit) = unfit {
+        return Error::Refused(Refusal {
+            message: format!("{error}: {unfit}"),
+            code: "22023".into(),
+            permanent: true,
+            statement,
+        });
+    }
+    Error::Connection(format!("{error}"))
+}
+
+/// One line on an error, for the log.
+fn describe(error: &Error) -> String {
+    match error {
+        Error::NotGranted(m) | Error::Connection(m) | Error::TimedOut(m) => m.clone(),
+        Error::Refused(r) => match r.statement {
+            Some(i) => format!("statement {i} refused ({}): {}", r.code, r.message),
+            None => format!("refused ({}): {}", r.code, r.message),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_statement_leaves_the_guest_time_to_answer() {
+        assert_eq!(statement_budget(Duration::from_secs(5)), Duration::from_millis(4900));
+        assert_eq!(statement_budget(Duration::from_millis(50)), Duration::from_millis(45));
+        assert_eq!(statement_budget(Duration::ZERO), Duration::ZERO);
+    }
+
+    #[test]
+    fn values_are_encoded_as_the_parameter_type_or_refused_naming_it() {
+        let mut out = BytesMut::new();
+        assert!(Param(&Value::Int(7)).to_sql(&Type::INT2, &mut out).is_ok());
+        assert_eq!(&out[..], &[0, 7]);
+        let error = Param(&Value::Int(1 << 40)).to_sql(&Type::INT4, &mut out).err().unwrap().to_string();
+        assert_eq!(error, "an int out of range for a parameter of type int4");
+        let error = Param(&Value::Text("x".into())).to_sql(&Type::UUID, &mut out).err().unwrap().to_string();
+        assert!(error.contains("a text value (cast the parameter in the statement, e.g. `$1::text::uuid`)"), "{error}");
+        out.clear();
+        Param(&Value::Timestamp(POSTGRES_EPOCH_MICROS + 3)).to_sql(&Type::TIMESTAMPTZ, &mut out).unwrap();
+        assert_eq!(&out[..], &3i64.to_be_bytes());
+        out.clear();
+        Param(&Value::Json("{}".into())).to_sql(&Type::JSONB, &mut out).unwrap();
+        assert_eq!(&out[..], b"\x01{}");
+        assert!(matches!(Param(&Value::Null).to_sql(&Type::UUID, &mut out), Ok(IsNull::Yes)));
+    }
+
+    #[test]
+    fn columns_read_back_what_parameters_write() {
+        let raw = (42i64).to_be_bytes();
+        assert_eq!(RawTimestamp::from_sql(&Type::TIMESTAMP, &raw).unwrap().0, POSTGRES_EPOCH_MICROS + 42);
+        assert_eq!(RawJson::from_sql(&Type::JSONB, b"\x01[1]").unwrap().0, "[1]");
+        assert!(RawJson::from_sql(&Type::JSONB, b"\x02[1]").is_err());
+    }
+}
