@@ -8,7 +8,6 @@
 //! the same data. Without the variable, each live test says loudly that it was
 //! skipped, and why.
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -16,6 +15,8 @@ use std::time::{Duration, Instant};
 use iggy::prelude::{
     Client, Consumer, Identifier, IggyClient, IggyMessage, MessageClient, PollingStrategy, TopicClient, UserClient,
 };
+
+use crate::free_port;
 
 /// Root credentials of the test servers.
 pub const USERNAME: &str = "iggy";
@@ -50,10 +51,6 @@ pub struct IggyServer {
     data: tempfile::TempDir,
     port: u16,
     child: Option<Child>,
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
 }
 
 impl IggyServer {

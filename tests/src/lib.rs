@@ -7,6 +7,7 @@ pub mod faults;
 pub mod harness;
 pub mod iggy_server;
 pub mod logs;
+pub mod postgres_server;
 pub mod raw_component;
 pub mod records;
 pub mod sink_output;
@@ -14,4 +15,11 @@ pub mod sink_output;
 /// Paths of the components built from this workspace's guest crates.
 pub mod components {
     include!(concat!(env!("OUT_DIR"), "/components.rs"));
+}
+
+/// A TCP port on 127.0.0.1 that nothing listens on right now, for a server a test
+/// starts. Another process may take it before the server binds it; servers that
+/// can tell say so and are started on another.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
 }
