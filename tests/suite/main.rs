@@ -16,6 +16,7 @@ mod iggy_sinks;
 mod iggy_tenants;
 mod isolation;
 mod pooling;
+mod postgres_capability;
 mod postgres_server;
 mod process;
 mod sandbox;

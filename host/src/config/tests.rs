@@ -663,3 +663,36 @@ fn a_pooling_reservation_beyond_reason_is_refused_naming_its_parts() {
     assert!(parse(&many_sources(7, "64GiB", "on-demand")).is_ok(), "on-demand reserves nothing up front");
     assert!(parse(&many_sources(7, "1GiB", "pooling")).is_ok());
 }
+
+#[test]
+fn postgres_servers_are_defined_by_name_and_granted_only_by_a_defined_name() {
+    let servers = r#"
+[postgres.orders]
+host = "db.internal"
+database = "shop"
+user = "ferry"
+password = { file = "secrets/orders" }
+"#;
+    let granted = format!("{servers}{MINIMAL}\n[sources.grants]\npostgres = [\"orders\"]\n");
+    let config = parse(&granted).unwrap();
+    let orders = &config.postgres["orders"];
+    assert_eq!((orders.port, orders.max_connections, orders.connect_timeout), (5432, 2, Duration::from_secs(5)));
+    assert_eq!(orders.password, Some(SecretSource::File("conf/secrets/orders".into())), "relative to the file");
+    assert_eq!(config.sources[0].grants.postgres, ["orders"]);
+
+    let error = problem(&format!("{servers}{MINIMAL}\n[sources.grants]\npostgres = [\"billing\"]\n"));
+    assert!(
+        error.ends_with(
+            "sources[0] (key `random`): grants.postgres: no [postgres.billing] is defined (defined: orders)"
+        ),
+        "{error}"
+    );
+    let error =
+        problem(&format!("{}{MINIMAL}", servers.replace("user = \"ferry\"", "user = \"ferry\"\nmax_connections = 0")));
+    assert!(error.ends_with("[postgres.orders]: max_connections: 0 is not between 1 and 16"), "{error}");
+    let error = problem(&format!(
+        "{}{MINIMAL}",
+        servers.replace("host = \"db.internal\"", "host = \"db\"\npassword_text = \"x\"")
+    ));
+    assert!(error.contains("unknown field `password_text`"), "a password is never written in the config: {error}");
+}

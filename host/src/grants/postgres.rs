@@ -174,7 +174,7 @@ impl GuestContext {
         let name = connection.name.clone();
         let outcome = tokio::time::timeout(budget, async {
             if connection.client.is_none() {
-                let client = connection.pool.get().await.map_err(|e| Error::Connection(e.to_string()))?;
+                let client = connection.pool.get().await.map_err(connect_error)?;
                 connection.client = Some(client);
             }
             work(connection.client.as_mut().expect("a client was just taken from the pool")).await
@@ -355,7 +355,7 @@ impl ToSql for Param<'_> {
         };
         let narrow = |_| unfit("an int out of range");
         match (self.0, ty) {
-            (Value::Null, _) => return Ok(IsNull::Yes),
+            (Value::Null, _) => Ok(IsNull::Yes),
             (Value::Boolean(v), &Type::BOOL) => v.to_sql(ty, out),
             (Value::Int(v), &Type::INT2) => i16::try_from(*v).map_err(narrow)?.to_sql(ty, out),
             (Value::Int(v), &Type::INT4) => i32::try_from(*v).map_err(narrow)?.to_sql(ty, out),
@@ -462,6 +462,18 @@ fn classify(error: tokio_postgres::Error, statement: Option<usize>) -> Error {
         });
     }
     Error::Connection(format!("{error}"))
+}
+
+/// Why no connection could be had: the server's own words when it refused (a wrong
+/// password, an unknown database), always a connection problem for the guest.
+fn connect_error(error: deadpool_postgres::PoolError) -> Error {
+    match error {
+        deadpool_postgres::PoolError::Backend(e) => match e.as_db_error() {
+            Some(db) => Error::Connection(format!("cannot connect: {} ({})", db.message(), db.code().code())),
+            None => Error::Connection(format!("cannot connect: {e}")),
+        },
+        other => Error::Connection(format!("cannot connect: {other}")),
+    }
 }
 
 /// One line on an error, for the log.

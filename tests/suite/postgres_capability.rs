@@ -1,0 +1,210 @@
+//! The host's PostgreSQL import, against a real server of the test's own: a granted
+//! connection queries, executes and runs transactions, every carried type going
+//! both ways; a refused statement is a value naming its SQLSTATE and, in a
+//! transaction, its index, with everything rolled back; a name not granted is
+//! refused and logged; a statement past the call's deadline is cancelled on the
+//! server and comes back as `timed-out`, and the next one works; a wrong password is
+//! a connection error, and no password ever reaches the log.
+//!
+//! The guest is `pg-probe`: each poll runs one step and delivers its outcome as a
+//! JSON message, which the test reads back from the local log.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use ferry::config::{PostgresConfig, SecretSource};
+use ferry::grants::postgres::PgPools;
+use ferry::source::SourceConnector;
+use ferry::status::Event;
+use ferry_tests::components::PG_PROBE;
+use ferry_tests::harness::Harness;
+use ferry_tests::logs::capture;
+use ferry_tests::postgres_server::{PASSWORD, PgServer};
+use serde_json::{Value as Json, json};
+
+/// `[postgres.db]` for `server`, its password read from a file holding `password`.
+fn servers(server: &PgServer, dir: &std::path::Path, password: &str) -> BTreeMap<String, PostgresConfig> {
+    let file = dir.join("db-password");
+    std::fs::write(&file, format!("{password}\n")).unwrap();
+    let db = PostgresConfig {
+        host: server.host().to_string(),
+        port: server.port(),
+        database: server.database().to_string(),
+        user: server.user().to_string(),
+        password: Some(SecretSource::File(file)),
+        max_connections: 2,
+        connect_timeout: Duration::from_secs(5),
+    };
+    BTreeMap::from([("db".to_string(), db)])
+}
+
+/// A `pg-probe` source `key` opening `connection`, granted `grants`, running `steps`.
+fn probe(h: &Harness, server: &PgServer, key: &str, connection: &str, grants: &[&str], steps: Json) -> SourceConnector {
+    probe_with(h, server, key, connection, grants, steps, PASSWORD)
+}
+
+fn probe_with(
+    h: &Harness,
+    server: &PgServer,
+    key: &str,
+    connection: &str,
+    grants: &[&str],
+    steps: Json,
+    password: &str,
+) -> SourceConnector {
+    let mut source = h.source(key, PG_PROBE, json!({ "connection": connection, "steps": steps }));
+    source.sandbox.grants.postgres = grants.iter().map(|g| g.to_string()).collect();
+    let servers = servers(server, h.dir.path(), password);
+    source.sandbox.postgres = PgPools::granted(&source.sandbox.grants, &servers).unwrap();
+    source
+}
+
+/// Run `source` until it idles (every step done); the outcome of each step.
+async fn outcomes(h: &Harness, source: SourceConnector) -> Vec<Json> {
+    let key = source.key.to_string();
+    let mut running = h.start(vec![source]);
+    running.wait_for("every step", |e| matches!(e, Event::Idle { key: k } if **k == *key)).await;
+    running.stop().await;
+    h.records(&key).iter().map(|r| serde_json::from_slice(&r.payload).unwrap()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_granted_connection_round_trips_every_carried_type() {
+    let server = PgServer::start();
+    server
+        .execute(
+            "CREATE TABLE kinds (id int8 PRIMARY KEY, flag bool, small int2, ratio float8, label text, blob bytea, \
+             doc jsonb, plain json, at timestamptz, local timestamp, nothing text)",
+        )
+        .await;
+    let h = Harness::new();
+    let row = json!([
+        { "int": 1 }, { "boolean": true }, { "int": -7 }, { "float": 2.5 }, { "text": "zoë \"quoted\"" },
+        { "bytes": [0, 255, 10] }, { "json": "{\"a\": [1, 2]}" }, { "json": "[true]" },
+        { "timestamp": 1_700_000_000_123_456i64 }, { "timestamp": -1_000_000 }, { "null": null }
+    ]);
+    let steps = json!([
+        { "execute": { "sql": "INSERT INTO kinds VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)", "params": row } },
+        { "query": { "sql": "SELECT * FROM kinds WHERE id = $1", "params": [{ "int": 1 }] } },
+        { "transaction": [
+            { "sql": "INSERT INTO kinds (id) VALUES ($1)", "params": [{ "int": 2 }] },
+            { "sql": "UPDATE kinds SET label = $1", "params": [{ "text": "both" }] }
+        ] },
+        { "query": { "sql": "SELECT id, label FROM kinds ORDER BY id" } },
+    ]);
+    let outcomes = outcomes(&h, probe(&h, &server, "kinds", "db", &["db"], steps)).await;
+    assert_eq!(outcomes[0], json!({ "step": 0, "ok": 1 }), "one row inserted");
+    // jsonb comes back normalised by the server; everything else exactly as sent.
+    let mut expected = row.clone();
+    expected[6] = json!({ "json": "{\"a\": [1, 2]}" });
+    assert_eq!(outcomes[1], json!({ "step": 1, "ok": [expected] }), "{}", outcomes[1]);
+    assert_eq!(outcomes[2], json!({ "step": 2, "ok": [1, 2] }), "rows affected per statement");
+    assert_eq!(
+        outcomes[3],
+        json!({ "step": 3, "ok": [[{ "int": 1 }, { "text": "both" }], [{ "int": 2 }, { "text": "both" }]] })
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_statement_is_a_value_and_a_transaction_rolls_back_whole() {
+    let server = PgServer::start();
+    server.execute("CREATE TABLE t (id int8 PRIMARY KEY, n int4)").await;
+    let h = Harness::new();
+    let steps = json!([
+        { "transaction": [
+            { "sql": "INSERT INTO t VALUES ($1, 0)", "params": [{ "int": 10 }] },
+            { "sql": "INSERT INTO t VALUES ($1, 0)", "params": [{ "int": 10 }] }
+        ] },
+        { "execute": { "sql": "INSERT INTO t VALUES ($1, $2)", "params": [{ "int": 1 }, { "int": 1_i64 << 40 }] } },
+        { "execute": { "sql": "INSERT INTO t VALUES ($1, $2)", "params": [{ "int": 1 }, { "text": "x" }] } },
+        { "query": { "sql": "SELECT nope FROM t" } },
+        { "query": { "sql": "SELECT 1::numeric" } },
+        { "execute": { "sql": "INSERT INTO t VALUES ($1, 1)", "params": [{ "int": 3 }] } },
+    ]);
+    let outcomes = outcomes(&h, probe(&h, &server, "refusals", "db", &["db"], steps)).await;
+    let error = |step: usize| outcomes[step]["error"].clone();
+    assert_eq!(
+        (&error(0)["kind"], &error(0)["code"], &error(0)["permanent"], &error(0)["statement"]),
+        (&json!("refused"), &json!("23505"), &json!(true), &json!(1)),
+        "{}",
+        outcomes[0]
+    );
+    assert!(error(1)["message"].as_str().unwrap().contains("an int out of range for a parameter of type int4"));
+    assert!(error(2)["message"].as_str().unwrap().contains("a text value (cast the parameter in the statement"));
+    assert_eq!((&error(3)["code"], &error(3)["permanent"]), (&json!("42703"), &json!(true)), "{}", outcomes[3]);
+    assert!(error(4)["message"].as_str().unwrap().contains("cast it in the query"), "{}", outcomes[4]);
+    assert_eq!(outcomes[5], json!({ "step": 5, "ok": 1 }), "the connection still works after each refusal");
+    assert_eq!(server.query_i64s("SELECT id FROM t ORDER BY id").await, [3], "the transaction left nothing");
+    let warnings: Vec<String> = capture().of("refusals").into_iter().map(|l| l.message).collect();
+    assert!(
+        warnings.iter().any(|w| w.contains("postgres `db`: transaction failed: statement 1 refused (23505)")),
+        "{warnings:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_not_granted_is_refused_and_logged() {
+    let server = PgServer::start();
+    let h = Harness::new();
+    let steps = json!([{ "query": { "sql": "SELECT 1::int8" } }]);
+    // Granted `db`, asking for `other`; and granted nothing at all.
+    let outcomes_other = outcomes(&h, probe(&h, &server, "asks-other", "other", &["db"], steps.clone())).await;
+    let outcomes_none = outcomes(&h, probe(&h, &server, "ungranted", "db", &[], steps)).await;
+    for (key, outcomes, name) in [("asks-other", outcomes_other, "other"), ("ungranted", outcomes_none, "db")] {
+        let error = &outcomes[0]["error"];
+        assert_eq!(error["kind"], "not-granted", "{key}: {}", outcomes[0]);
+        let expected = format!("the connection `{name}` is not in this connector's grants.postgres");
+        assert_eq!(error["message"], expected.as_str());
+        let logged = capture().of(key).into_iter().map(|l| l.message).collect::<Vec<_>>();
+        assert!(logged.iter().any(|l| l.contains(&expected)), "{key}: {logged:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_statement_past_the_call_deadline_is_cancelled_and_the_next_one_works() {
+    let server = PgServer::start();
+    let h = Harness::new();
+    let steps = json!([
+        { "query": { "sql": "SELECT pg_sleep(30)::text" } },
+        { "query": { "sql": "SELECT 41 + 1" } },
+    ]);
+    let mut source = probe(&h, &server, "slow", "db", &["db"], steps);
+    source.sandbox.limits.call_timeout = Duration::from_millis(700);
+    let started = Instant::now();
+    let outcomes = outcomes(&h, source).await;
+    assert!(started.elapsed() < Duration::from_secs(20), "not waited out: {:?}", started.elapsed());
+    let error = &outcomes[0]["error"];
+    assert_eq!(error["kind"], "timed-out", "a value, not a trap: {}", outcomes[0]);
+    assert!(error["message"].as_str().unwrap().contains("ran past the call's deadline"), "{error}");
+    assert_eq!(outcomes[1], json!({ "step": 1, "ok": [[{ "int": 42 }]] }), "a fresh connection serves the next");
+    // The server was told to cancel it: no pg_sleep left running.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let sleeping = "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE 'SELECT pg_sleep%'";
+    while server.query_i64s(sleeping).await != [0] {
+        assert!(Instant::now() < deadline, "the timed-out statement is still running on the server");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let instances: Vec<_> = capture().of("slow").into_iter().filter(|l| l.message.starts_with("starting")).collect();
+    assert_eq!(instances.len(), 1, "no trap, no restart: {instances:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_password_is_a_connection_error_and_no_password_is_logged() {
+    let server = PgServer::start();
+    let h = Harness::new();
+    let steps = json!([{ "query": { "sql": "SELECT 1::int8" } }]);
+    let wrong = "not-the-password-7f3a";
+    let outcomes = outcomes(&h, probe_with(&h, &server, "wrong-pw", "db", &["db"], steps.clone(), wrong)).await;
+    let error = &outcomes[0]["error"];
+    assert_eq!(error["kind"], "connection", "{}", outcomes[0]);
+    assert!(error["message"].as_str().unwrap().contains("password authentication failed"), "{error}");
+    let right = outcomes_of_right(&h, &server, steps).await;
+    assert_eq!(right[0], json!({ "step": 0, "ok": [[{ "int": 1 }]] }));
+    for line in capture().all() {
+        assert!(!line.message.contains(wrong) && !line.message.contains(PASSWORD), "a password in the log: {line:?}");
+    }
+}
+
+async fn outcomes_of_right(h: &Harness, server: &PgServer, steps: Json) -> Vec<Json> {
+    outcomes(h, probe(h, server, "right-pw", "db", &["db"], steps)).await
+}
