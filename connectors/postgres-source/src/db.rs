@@ -1,0 +1,79 @@
+//! The granted PostgreSQL connection, with the host's errors turned into the
+//! connector's: logged with what the connector was doing, and returned, so that the
+//! host backs off and the next call tries again (the host replaces a broken
+//! connection on its next use).
+
+use ferry_guest::Error;
+use ferry_guest::bindings::iggy::connector::postgres::{Connection, Error as PgError, Rows, Statement};
+
+/// A connection to the server the operator named.
+pub struct Db {
+    name: String,
+    connection: Connection,
+}
+
+impl Db {
+    /// Open the connection `name`: fails only when it is not granted (the server is
+    /// reached on first use).
+    pub fn open(name: &str) -> Result<Db, Error> {
+        let connection = Connection::open(name).map_err(|e| failed(name, "opening the connection", &e))?;
+        Ok(Db { name: name.to_string(), connection })
+    }
+
+    /// Run a query, saying `what` it is for when it fails.
+    pub fn query(&self, statement: &Statement, what: &str) -> Result<Rows, Error> {
+        self.connection.query(&statement.sql, &statement.params).map_err(|e| failed(&self.name, what, &e))
+    }
+
+    /// Run a statement, returning how many rows it affected.
+    pub fn execute(&self, statement: &Statement, what: &str) -> Result<u64, Error> {
+        self.connection.execute(&statement.sql, &statement.params).map_err(|e| failed(&self.name, what, &e))
+    }
+}
+
+fn failed(name: &str, what: &str, error: &PgError) -> Error {
+    let error = Error::msg(format!("postgres `{name}`: {what}: {}", describe(error)));
+    ferry_guest::warn!("{error}");
+    error
+}
+
+/// The host's error, for people.
+pub fn describe(error: &PgError) -> String {
+    match error {
+        PgError::NotGranted(detail) => format!("not granted ({detail})"),
+        PgError::Connection(detail) => format!("no connection ({detail}); trying again on the next poll"),
+        PgError::Refused(refusal) => {
+            let retry = if refusal.permanent { "" } else { "; worth trying again" };
+            format!("refused by the server: {} (SQLSTATE {}{retry})", refusal.message, refusal.code)
+        }
+        PgError::TimedOut(detail) => format!("timed out ({detail})"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ferry_guest::bindings::iggy::connector::postgres::Refusal;
+
+    use super::*;
+
+    #[test]
+    fn errors_say_what_went_wrong() {
+        let refused = PgError::Refused(Refusal {
+            message: "relation \"evnts\" does not exist".into(),
+            code: "42P01".into(),
+            permanent: true,
+            statement: None,
+        });
+        assert_eq!(describe(&refused), "refused by the server: relation \"evnts\" does not exist (SQLSTATE 42P01)");
+        let busy = PgError::Refused(Refusal {
+            message: "deadlock detected".into(),
+            code: "40P01".into(),
+            permanent: false,
+            statement: None,
+        });
+        assert!(describe(&busy).ends_with("(SQLSTATE 40P01; worth trying again)"), "{}", describe(&busy));
+        assert!(describe(&PgError::Connection("reset".into())).contains("trying again"));
+        assert!(describe(&PgError::NotGranted("no `x`".into())).contains("no `x`"));
+        assert!(describe(&PgError::TimedOut("2s".into())).contains("timed out"));
+    }
+}
