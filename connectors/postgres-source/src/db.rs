@@ -6,27 +6,37 @@
 use ferry_guest::Error;
 use ferry_guest::bindings::iggy::connector::postgres::{Connection, Error as PgError, Rows, Statement};
 
+/// What the connector needs of a database: the granted connection in a component,
+/// a fake in the native tests of what the connector does with it.
+pub trait Database: Sized + 'static {
+    /// Open the connection `name`.
+    fn open(name: &str) -> Result<Self, Error>;
+
+    /// Run a query, saying `what` it is for when it fails.
+    fn query(&self, statement: &Statement, what: &str) -> Result<Rows, Error>;
+
+    /// Run a statement, returning how many rows it affected.
+    fn execute(&self, statement: &Statement, what: &str) -> Result<u64, Error>;
+}
+
 /// A connection to the server the operator named.
 pub struct Db {
     name: String,
     connection: Connection,
 }
 
-impl Db {
-    /// Open the connection `name`: fails only when it is not granted (the server is
-    /// reached on first use).
-    pub fn open(name: &str) -> Result<Db, Error> {
+impl Database for Db {
+    /// Fails only when `name` is not granted: the server is reached on first use.
+    fn open(name: &str) -> Result<Db, Error> {
         let connection = Connection::open(name).map_err(|e| failed(name, "opening the connection", &e))?;
         Ok(Db { name: name.to_string(), connection })
     }
 
-    /// Run a query, saying `what` it is for when it fails.
-    pub fn query(&self, statement: &Statement, what: &str) -> Result<Rows, Error> {
+    fn query(&self, statement: &Statement, what: &str) -> Result<Rows, Error> {
         self.connection.query(&statement.sql, &statement.params).map_err(|e| failed(&self.name, what, &e))
     }
 
-    /// Run a statement, returning how many rows it affected.
-    pub fn execute(&self, statement: &Statement, what: &str) -> Result<u64, Error> {
+    fn execute(&self, statement: &Statement, what: &str) -> Result<u64, Error> {
         self.connection.execute(&statement.sql, &statement.params).map_err(|e| failed(&self.name, what, &e))
     }
 }

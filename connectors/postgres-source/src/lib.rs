@@ -34,6 +34,8 @@
 mod config;
 mod cursor;
 mod db;
+#[cfg(test)]
+mod fake_db;
 mod id;
 mod record;
 mod rows;
@@ -44,21 +46,22 @@ use ferry_guest::{Batch, Error, Source};
 
 use crate::config::Config;
 use crate::cursor::Cursor;
-use crate::db::Db;
+use crate::db::{Database, Db};
 use crate::rows::Reader;
 use crate::sql::Sql;
 
-struct PostgresSource {
+/// The source, over the granted connection (`Db`) or, in tests, a fake.
+struct PostgresSource<D = Db> {
     table: String,
     sql: Sql,
     reader: Reader,
-    db: Db,
+    db: D,
     /// The committed cursor whose `delivered` rows `after_ack` has dealt with, so
     /// that each acknowledged batch is deleted or marked once, not at every poll.
     settled: Option<Cursor>,
 }
 
-impl Source for PostgresSource {
+impl<D: Database> Source for PostgresSource<D> {
     type Config = Config;
     type Cursor = Cursor;
 
@@ -66,7 +69,7 @@ impl Source for PostgresSource {
         let sql = Sql::new(&config)?;
         // A cursor made with other settings is refused now rather than at every poll.
         sql.next_rows(cursor.after.as_ref())?;
-        let db = Db::open(&config.connection)?;
+        let db = D::open(&config.connection)?;
         ferry_guest::info!(
             "postgres source: reading `{}` by `{}`{} in batches of {}, after {}",
             config.table,
@@ -95,7 +98,7 @@ impl Source for PostgresSource {
     }
 }
 
-impl PostgresSource {
+impl<D: Database> PostgresSource<D> {
     /// Delete or mark the rows of the acknowledged batch that ends at `committed`.
     fn after_ack(&mut self, committed: &Cursor) -> Result<(), Error> {
         if let Some(statement) = self.sql.after_ack(&committed.delivered) {
@@ -113,3 +116,6 @@ impl PostgresSource {
 }
 
 ferry_guest::export_source!(PostgresSource);
+
+#[cfg(test)]
+mod tests;
