@@ -99,11 +99,6 @@ impl Sql {
             params: keys.iter().map(Key::to_value).collect(),
         })
     }
-
-    /// Whether batches carry their primary keys for `after_ack`.
-    pub fn acts_after_ack(&self) -> bool {
-        self.after_ack.is_some()
-    }
 }
 
 /// `name` as a quoted identifier: taken literally (case and all), so a name needs no
@@ -232,12 +227,10 @@ mod tests {
     #[test]
     fn after_ack_deletes_or_marks_by_primary_key() {
         let none = sql(r#"{"connection": "c", "table": "t"}"#);
-        assert!(!none.acts_after_ack());
         assert_eq!(none.after_ack(&[Key::Int(1)]), None);
 
         let delete =
             sql(r#"{"connection": "c", "table": "jobs", "primary_key": "job_id", "after_ack": {"delete": true}}"#);
-        assert!(delete.acts_after_ack());
         let statement = delete.after_ack(&[Key::Int(4), Key::Int(5)]).unwrap();
         assert_eq!(statement.sql, r#"DELETE FROM "jobs" WHERE "job_id" IN ($1, $2)"#);
         assert_eq!(statement.params, [Value::Int(4), Value::Int(5)]);
