@@ -1,7 +1,8 @@
 //! The granted PostgreSQL connection, with the host's errors turned into the
-//! connector's: logged with what the connector was doing, and returned, so that the
-//! host backs off and the next call tries again (the host replaces a broken
-//! connection on its next use).
+//! connector's, saying what the connector was doing. They are returned, not logged
+//! here: the host logs a failed statement, and a failed poll with the guest's
+//! message, then backs off and polls again (replacing a broken connection on its
+//! next use); a third line of the same would be noise.
 
 use ferry_guest::Error;
 use ferry_guest::bindings::iggy::connector::postgres::{Connection, Error as PgError, Rows, Statement};
@@ -42,16 +43,14 @@ impl Database for Db {
 }
 
 fn failed(name: &str, what: &str, error: &PgError) -> Error {
-    let error = Error::msg(format!("postgres `{name}`: {what}: {}", describe(error)));
-    ferry_guest::warn!("{error}");
-    error
+    Error::msg(format!("postgres `{name}`: {what}: {}", describe(error)))
 }
 
 /// The host's error, for people.
 pub fn describe(error: &PgError) -> String {
     match error {
         PgError::NotGranted(detail) => format!("not granted ({detail})"),
-        PgError::Connection(detail) => format!("no connection ({detail}); trying again on the next poll"),
+        PgError::Connection(detail) => format!("no connection ({detail})"),
         PgError::Refused(refusal) => {
             let retry = if refusal.permanent { "" } else { "; worth trying again" };
             format!("refused by the server: {} (SQLSTATE {}{retry})", refusal.message, refusal.code)
@@ -82,7 +81,7 @@ mod tests {
             statement: None,
         });
         assert!(describe(&busy).ends_with("(SQLSTATE 40P01; worth trying again)"), "{}", describe(&busy));
-        assert!(describe(&PgError::Connection("reset".into())).contains("trying again"));
+        assert_eq!(describe(&PgError::Connection("reset".into())), "no connection (reset)");
         assert!(describe(&PgError::NotGranted("no `x`".into())).contains("no `x`"));
         assert!(describe(&PgError::TimedOut("2s".into())).contains("timed out"));
     }

@@ -89,12 +89,15 @@ impl<D: Database> Source for PostgresSource<D> {
         }
         let statement = self.sql.next_rows(cursor.after.as_ref())?;
         let rows = self.db.query(&statement, &format!("reading the rows of `{}`", self.table))?;
-        self.reader.batch(&rows).inspect_err(|e| ferry_guest::error!("{e}"))
+        // An error (a missing column, a NULL key) fails the poll; the host logs it.
+        self.reader.batch(&rows)
     }
 
     fn on_ack(&mut self, committed: &Cursor) {
-        // A failure is logged by `after_ack`; the next poll tries again.
-        let _ = self.after_ack(committed);
+        // Nobody else hears of this failure: say so, and make it good at the next poll.
+        if let Err(error) = self.after_ack(committed) {
+            ferry_guest::warn!("{error}; trying again before the next rows are read");
+        }
     }
 }
 
