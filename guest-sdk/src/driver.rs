@@ -79,6 +79,7 @@ impl<S: Source> Driver<S> {
             Some(outstanding) if outstanding.id == id => match result {
                 wire::BatchResult::Ack => {
                     self.committed = outstanding.staged;
+                    self.source.on_ack(&self.committed);
                     Settled::Committed { id }
                 }
                 wire::BatchResult::Nack(nack) => {
@@ -127,9 +128,11 @@ mod tests {
     use super::*;
     use crate::{Batch, Message};
 
-    /// Counts up from the cursor, `per_batch` numbers at a time; remembers NACKs.
+    /// Counts up from the cursor, `per_batch` numbers at a time; remembers ACKs and
+    /// NACKs.
     struct Counter {
         per_batch: u64,
+        acks: Vec<u64>,
         nacks: Vec<Nack>,
     }
 
@@ -139,12 +142,16 @@ mod tests {
 
         fn open(config: Self::Config, _cursor: &u64) -> Result<Self, Error> {
             let per_batch = config["per_batch"].as_u64().ok_or_else(|| Error::msg("per_batch"))?;
-            Ok(Counter { per_batch, nacks: Vec::new() })
+            Ok(Counter { per_batch, acks: Vec::new(), nacks: Vec::new() })
         }
 
         fn poll(&mut self, next: &u64) -> Result<Option<Batch<u64>>, Error> {
             let messages = (*next..*next + self.per_batch).map(|n| Message::new(n.to_string())).collect();
             Ok(Some(Batch::new(messages, *next + self.per_batch)))
+        }
+
+        fn on_ack(&mut self, committed: &u64) {
+            self.acks.push(*committed);
         }
 
         fn on_nack(&mut self, nack: &Nack) {
@@ -185,6 +192,7 @@ mod tests {
         assert_eq!(*driver.committed(), 0, "staged, not committed, before the result");
         assert_eq!(driver.on_batch_result(batch.id, wire::BatchResult::Ack), Settled::Committed { id: batch.id });
         assert_eq!(*driver.committed(), 3);
+        assert_eq!(driver.source.acks, [3], "the source hears of the ACK with the cursor now committed");
         let next = driver.poll().unwrap().unwrap();
         assert_eq!(payloads(&next), ["3", "4", "5"]);
         assert_ne!(next.id, batch.id);
@@ -201,6 +209,7 @@ mod tests {
         assert_eq!(payloads(&again), payloads(&first));
         assert_eq!(driver.source.nacks.len(), 1);
         assert_eq!(driver.source.nacks[0].reason, NackReason::DeliveryFailed);
+        assert!(driver.source.acks.is_empty(), "a NACK is never reported as an ACK");
     }
 
     #[test]
@@ -220,6 +229,7 @@ mod tests {
         let wrong = driver.on_batch_result(batch.id + 7, wire::BatchResult::Ack);
         assert_eq!(wrong, Settled::Unexpected { id: batch.id + 7, outstanding: Some(batch.id) });
         assert_eq!(*driver.committed(), 0, "a stray ACK must not commit anything");
+        assert!(driver.source.acks.is_empty(), "nor reach the source");
         assert_eq!(driver.on_batch_result(batch.id, wire::BatchResult::Ack), Settled::Committed { id: batch.id });
         assert_eq!(
             driver.on_batch_result(batch.id, wire::BatchResult::Ack),
@@ -227,5 +237,6 @@ mod tests {
             "a repeated result is not applied twice"
         );
         assert_eq!(*driver.committed(), 1);
+        assert_eq!(driver.source.acks, [1]);
     }
 }

@@ -17,6 +17,8 @@
 //! * the SDK stages that cursor, applies it when the host ACKs, drops it when the host
 //!   NACKs (so your next `poll` sees the committed cursor again and produces the same
 //!   records), checks that results match the outstanding batch, and logs NACKs;
+//! * override [`Source::on_ack`] to act on what was delivered (delete or mark it at
+//!   its origin) once its cursor is committed, never after a NACK;
 //! * [`export_source!`] exports the component; `on-batch-result` is not yours to
 //!   forget.
 //!

@@ -25,6 +25,12 @@ pub trait Source: Sized + 'static {
     /// The next batch after `cursor`, or `None` when there is nothing to deliver now.
     fn poll(&mut self, cursor: &Self::Cursor) -> Result<Option<Batch<Self::Cursor>>, Error>;
 
+    /// The host acknowledged a batch: its cursor, `committed`, is now the committed
+    /// one. Override this to act on what was delivered (delete or mark rows at the
+    /// origin). Nothing here can undo the delivery, so a failure is yours to log and
+    /// retry; the next `poll` sees `committed` and can finish what this left undone.
+    fn on_ack(&mut self, _committed: &Self::Cursor) {}
+
     /// The host did not acknowledge a batch. The SDK has already dropped its cursor
     /// and logged the reason; override this to react (release a lease, count errors).
     fn on_nack(&mut self, _nack: &Nack) {}

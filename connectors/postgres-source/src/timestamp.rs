@@ -1,0 +1,87 @@
+//! Timestamps as RFC 3339 text in UTC, to the microsecond: what a reader of the
+//! messages parses with any date library, and what sorts as text in time order.
+
+/// `micros` since the Unix epoch as `2024-02-29T12:34:56.789012Z`. Years outside
+/// 0000–9999 (PostgreSQL has 4713 BC to 294276 AD) are written with a sign and six
+/// digits, as ISO 8601's expanded years: `+294276-12-31T...`.
+pub fn rfc3339(micros: i64) -> String {
+    const MICROS_PER_DAY: i64 = 86_400_000_000;
+    let days = micros.div_euclid(MICROS_PER_DAY);
+    let of_day = micros.rem_euclid(MICROS_PER_DAY);
+    let (year, month, day) = civil_from_days(days);
+    let seconds = of_day / 1_000_000;
+    let (hour, minute, second) = (seconds / 3600, seconds / 60 % 60, seconds % 60);
+    let fraction = of_day % 1_000_000;
+    let year = if (0..=9999).contains(&year) { format!("{year:04}") } else { format!("{year:+07}") };
+    format!("{year}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}.{fraction:06}Z")
+}
+
+/// The proleptic Gregorian date `days` after 1970-01-01, by Howard Hinnant's
+/// `civil_from_days` (eras of 400 years, years starting in March).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z.rem_euclid(146_097);
+    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_from_march = (5 * day_of_year + 2) / 153;
+    let day = (day_of_year - (153 * month_from_march + 2) / 5 + 1) as u32;
+    let month = if month_from_march < 10 { month_from_march + 3 } else { month_from_march - 9 } as u32;
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_instants() {
+        // Checked against `date -u -d @SECONDS`.
+        let cases = [
+            (0, "1970-01-01T00:00:00.000000Z"),
+            (-1, "1969-12-31T23:59:59.999999Z"),
+            (946_684_800_000_000, "2000-01-01T00:00:00.000000Z"),
+            (951_827_696_789_012, "2000-02-29T12:34:56.789012Z"),
+            (1_709_210_096_000_001, "2024-02-29T12:34:56.000001Z"),
+            (4_107_542_399_999_999, "2100-02-28T23:59:59.999999Z"),
+            (4_107_542_400_000_000, "2100-03-01T00:00:00.000000Z"),
+            (-2_208_988_800_000_000, "1900-01-01T00:00:00.000000Z"),
+            (253_402_300_799_999_999, "9999-12-31T23:59:59.999999Z"),
+            (253_402_300_800_000_000, "+010000-01-01T00:00:00.000000Z"),
+            (-62_167_219_200_000_000, "0000-01-01T00:00:00.000000Z"),
+            (-62_167_219_200_000_001, "-000001-12-31T23:59:59.999999Z"),
+        ];
+        for (micros, text) in cases {
+            assert_eq!(rfc3339(micros), text, "{micros}");
+        }
+    }
+
+    #[test]
+    fn consecutive_days_follow_the_calendar() {
+        // Walk 1,000 years of days: each date is the day after the one before.
+        let mut previous = civil_from_days(-200_000);
+        for days in -199_999..165_000 {
+            let (year, month, day) = civil_from_days(days);
+            let (py, pm, pd) = previous;
+            let next_day = (year, month, day) == (py, pm, pd + 1);
+            let next_month = day == 1 && ((year, month) == (py, pm + 1) || (year, month, pm) == (py + 1, 1, 12));
+            assert!(next_day || next_month, "{previous:?} then {:?}", (year, month, day));
+            let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+            let length = match month {
+                2 if leap => 29,
+                2 => 28,
+                4 | 6 | 9 | 11 => 30,
+                _ => 31,
+            };
+            assert!(day <= length, "{year}-{month}-{day}");
+            previous = (year, month, day);
+        }
+    }
+
+    #[test]
+    fn the_ends_of_the_range_do_not_overflow() {
+        assert!(rfc3339(i64::MAX).starts_with("+294247-01-10T04:00:54.775807Z"));
+        assert!(rfc3339(i64::MIN).starts_with("-290308-12-21T19:59:05.224192Z"));
+    }
+}
