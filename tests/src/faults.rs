@@ -14,14 +14,15 @@ use ferry::state::{Committed, CursorStore, StateError};
 use tokio::sync::{Semaphore, mpsc};
 
 use crate::harness::PATIENCE;
-use crate::records::message_seqs;
+use crate::records::{message_seqs, seq_of};
 
 /// A target that refuses every batch while its fault is on, remembering what it
 /// refused.
 pub struct FaultyTarget {
     inner: Arc<dyn Target>,
     failing: AtomicBool,
-    refused: Mutex<Vec<Vec<u64>>>,
+    /// The payloads of each refused batch.
+    refused: Mutex<Vec<Vec<Vec<u8>>>>,
 }
 
 impl FaultyTarget {
@@ -33,8 +34,13 @@ impl FaultyTarget {
         self.failing.store(failing, Ordering::SeqCst);
     }
 
-    /// The `seq`s of every refused batch, in order.
+    /// The `seq`s of every refused batch, in order (for guests producing `{"seq":N}`).
     pub fn refused(&self) -> Vec<Vec<u64>> {
+        self.refused_payloads().iter().map(|batch| batch.iter().map(|p| seq_of(p)).collect()).collect()
+    }
+
+    /// The payloads of every refused batch, in order.
+    pub fn refused_payloads(&self) -> Vec<Vec<Vec<u8>>> {
         self.refused.lock().unwrap().clone()
     }
 }
@@ -43,7 +49,7 @@ impl FaultyTarget {
 impl Target for FaultyTarget {
     async fn deliver(&self, delivery: &Delivery) -> Result<Receipt, DeliveryError> {
         if self.failing.load(Ordering::SeqCst) {
-            self.refused.lock().unwrap().push(message_seqs(&delivery.messages));
+            self.refused.lock().unwrap().push(delivery.messages.iter().map(|m| m.payload.clone()).collect());
             return Err(DeliveryError::Failed("injected fault: the target refused the batch".into()));
         }
         self.inner.deliver(delivery).await

@@ -55,6 +55,37 @@ pub struct PgServer {
 }
 
 impl PgServer {
+    /// This server as ferry's `[postgres.NAME]` sees it, signing in with `password`
+    /// (written to `dir/<name>-password`, read from there as a secret file).
+    pub fn ferry_server(&self, dir: &Path, name: &str, password: &str) -> ferry::config::PostgresConfig {
+        let file = dir.join(format!("{name}-password"));
+        fs::write(&file, format!("{password}\n")).expect("writing the password file");
+        ferry::config::PostgresConfig {
+            host: self.host().to_string(),
+            port: self.port(),
+            database: self.database().to_string(),
+            user: self.user().to_string(),
+            password: Some(ferry::config::SecretSource::File(file)),
+            max_connections: 2,
+            connect_timeout: Duration::from_secs(5),
+        }
+    }
+
+    /// The `[postgres.NAME]` table of a ferry config for this server, its password
+    /// in `dir/<name>-password`.
+    pub fn ferry_toml(&self, dir: &Path, name: &str) -> String {
+        let server = self.ferry_server(dir, name, PASSWORD);
+        let Some(ferry::config::SecretSource::File(file)) = &server.password else { unreachable!() };
+        format!(
+            "[postgres.{name}]\nhost = \"{}\"\nport = {}\ndatabase = \"{}\"\nuser = \"{}\"\npassword = {{ file = \"{}\" }}\n",
+            server.host,
+            server.port,
+            server.database,
+            server.user,
+            file.display()
+        )
+    }
+
     /// A new cluster, started and accepting connections.
     pub fn start() -> PgServer {
         let bin = binaries();

@@ -12,7 +12,6 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use ferry::config::{PostgresConfig, SecretSource};
 use ferry::grants::postgres::PgPools;
 use ferry::source::SourceConnector;
 use ferry::status::Event;
@@ -21,22 +20,6 @@ use ferry_tests::harness::Harness;
 use ferry_tests::logs::capture;
 use ferry_tests::postgres_server::{PASSWORD, PgServer};
 use serde_json::{Value as Json, json};
-
-/// `[postgres.db]` for `server`, its password read from a file holding `password`.
-fn servers(server: &PgServer, dir: &std::path::Path, password: &str) -> BTreeMap<String, PostgresConfig> {
-    let file = dir.join("db-password");
-    std::fs::write(&file, format!("{password}\n")).unwrap();
-    let db = PostgresConfig {
-        host: server.host().to_string(),
-        port: server.port(),
-        database: server.database().to_string(),
-        user: server.user().to_string(),
-        password: Some(SecretSource::File(file)),
-        max_connections: 2,
-        connect_timeout: Duration::from_secs(5),
-    };
-    BTreeMap::from([("db".to_string(), db)])
-}
 
 /// A `pg-probe` source `key` opening `connection`, granted `grants`, running `steps`.
 fn probe(h: &Harness, server: &PgServer, key: &str, connection: &str, grants: &[&str], steps: Json) -> SourceConnector {
@@ -54,7 +37,7 @@ fn probe_with(
 ) -> SourceConnector {
     let mut source = h.source(key, PG_PROBE, json!({ "connection": connection, "steps": steps }));
     source.sandbox.grants.postgres = grants.iter().map(|g| g.to_string()).collect();
-    let servers = servers(server, h.dir.path(), password);
+    let servers = BTreeMap::from([("db".to_string(), server.ferry_server(h.dir.path(), "db", password))]);
     source.sandbox.postgres = PgPools::granted(&source.sandbox.grants, &servers).unwrap();
     source
 }
