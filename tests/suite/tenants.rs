@@ -17,7 +17,7 @@ use ferry::local_log::LocalLog;
 use ferry::runtime::Compiler;
 use ferry::state::{CursorStore, StateDir};
 use ferry::status::Event;
-use ferry_tests::components::{HOSTILE_SOURCE, RANDOM_SOURCE};
+use ferry_tests::components::{HOSTILE_SOURCE, POSTGRES_SOURCE, RANDOM_SOURCE};
 use ferry_tests::harness::Running;
 use ferry_tests::records::{next_seq, seqs};
 use nix::sys::signal::Signal;
@@ -512,4 +512,16 @@ fn a_connector_moved_into_a_tenant_is_refused_rather_than_started_from_scratch()
     }
     assert_eq!(site.states().read("feed").unwrap().as_ref(), Some(&committed), "the old cursor is kept");
     assert!(!site.path("state/tenants/acme/feed.sqlite").exists(), "nothing was started in the tenant's namespace");
+}
+
+#[test]
+fn inspect_says_whether_a_connector_may_open_a_postgres_server() {
+    let site = Site::new();
+    let server = "\n[postgres.db]\nhost = \"127.0.0.1\"\ndatabase = \"app\"\nuser = \"ferry\"\n";
+    let granted = "grants = { postgres = [\"db\"] }";
+    let text = [HEAD.into(), server.into(), source("closed", "", ""), source("open", granted, "")].concat();
+    let config = site.config("ferry.toml", &text);
+    // The PostgreSQL source imports the contract's postgres interface.
+    assert_all(&of(&verdicts(POSTGRES_SOURCE, &config, "closed"), "iggy:connector/postgres"), "denied");
+    assert_all(&of(&verdicts(POSTGRES_SOURCE, &config, "open"), "iggy:connector/postgres"), "granted");
 }
