@@ -105,6 +105,7 @@ mod message;
 mod sink;
 mod sink_driver;
 mod source;
+pub mod sql;
 mod stored;
 
 #[doc(hidden)]
