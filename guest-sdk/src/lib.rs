@@ -91,6 +91,13 @@
 //! messages come again. A sink that must not write one twice writes idempotently, by
 //! [`StoredMessage::id`] or by offset (see `connectors/file-sink`).
 //!
+//! ## PostgreSQL
+//!
+//! Connectors granted a server use the host's import,
+//! [`bindings::iggy::connector::postgres`]; [`sql`] quotes table and column names for
+//! the statements' text (values are bound as parameters) and words the import's errors
+//! for the operator's log (see `connectors/postgres-source` and `connectors/postgres-sink`).
+//!
 //! ## Building
 //!
 //! Build with `cargo build --target wasm32-wasip2` (or `cargo component build`); on a
@@ -105,6 +112,7 @@ mod message;
 mod sink;
 mod sink_driver;
 mod source;
+pub mod sql;
 mod stored;
 
 #[doc(hidden)]

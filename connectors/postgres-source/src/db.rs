@@ -6,6 +6,7 @@
 
 use ferry_guest::Error;
 use ferry_guest::bindings::iggy::connector::postgres::{Connection, Error as PgError, Rows, Statement};
+use ferry_guest::sql::describe;
 
 /// What the connector needs of a database: the granted connection in a component,
 /// a fake in the native tests of what the connector does with it.
@@ -44,45 +45,4 @@ impl Database for Db {
 
 fn failed(name: &str, what: &str, error: &PgError) -> Error {
     Error::msg(format!("postgres `{name}`: {what}: {}", describe(error)))
-}
-
-/// The host's error, for people.
-pub fn describe(error: &PgError) -> String {
-    match error {
-        PgError::NotGranted(detail) => format!("not granted ({detail})"),
-        PgError::Connection(detail) => format!("no connection ({detail})"),
-        PgError::Refused(refusal) => {
-            let retry = if refusal.permanent { "" } else { "; worth trying again" };
-            format!("refused by the server: {} (SQLSTATE {}{retry})", refusal.message, refusal.code)
-        }
-        PgError::TimedOut(detail) => format!("timed out ({detail})"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use ferry_guest::bindings::iggy::connector::postgres::Refusal;
-
-    use super::*;
-
-    #[test]
-    fn errors_say_what_went_wrong() {
-        let refused = PgError::Refused(Refusal {
-            message: "relation \"evnts\" does not exist".into(),
-            code: "42P01".into(),
-            permanent: true,
-            statement: None,
-        });
-        assert_eq!(describe(&refused), "refused by the server: relation \"evnts\" does not exist (SQLSTATE 42P01)");
-        let busy = PgError::Refused(Refusal {
-            message: "deadlock detected".into(),
-            code: "40P01".into(),
-            permanent: false,
-            statement: None,
-        });
-        assert!(describe(&busy).ends_with("(SQLSTATE 40P01; worth trying again)"), "{}", describe(&busy));
-        assert_eq!(describe(&PgError::Connection("reset".into())), "no connection (reset)");
-        assert!(describe(&PgError::NotGranted("no `x`".into())).contains("no `x`"));
-        assert!(describe(&PgError::TimedOut("2s".into())).contains("timed out"));
-    }
 }

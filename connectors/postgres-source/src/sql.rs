@@ -3,6 +3,7 @@
 
 use ferry_guest::Error;
 use ferry_guest::bindings::iggy::connector::postgres::Statement;
+use ferry_guest::sql::{quote_identifier, quote_table};
 
 use crate::config::{AfterAck, Config};
 use crate::cursor::{Key, Position};
@@ -101,31 +102,6 @@ impl Sql {
     }
 }
 
-/// `name` as a quoted identifier: taken literally (case and all), so a name needs no
-/// quotes of its own, and one with a `"` is refused rather than guessed at.
-pub fn quote_identifier(name: &str) -> Result<String, Error> {
-    if name.is_empty() {
-        return Err(Error::msg("is empty"));
-    }
-    if name.contains('"') || name.contains('\0') {
-        return Err(Error::msg(format!(
-            "`{name}` has a double quote or NUL: write the name without quotes (the connector quotes it, \
-             keeping its case)"
-        )));
-    }
-    Ok(format!("\"{name}\""))
-}
-
-/// `table` or `schema.table`, each part quoted.
-pub fn quote_table(name: &str) -> Result<String, Error> {
-    let parts: Vec<&str> = name.split('.').collect();
-    if parts.len() > 2 {
-        return Err(Error::msg(format!("`{name}` has more than one dot: write `table` or `schema.table`")));
-    }
-    let quoted = parts.into_iter().map(quote_identifier).collect::<Result<Vec<_>, _>>()?;
-    Ok(quoted.join("."))
-}
-
 #[cfg(test)]
 mod tests {
     use ferry_guest::bindings::iggy::connector::postgres::Value;
@@ -138,19 +114,6 @@ mod tests {
 
     fn sql(json: &str) -> Sql {
         Sql::new(&config(json)).unwrap()
-    }
-
-    #[test]
-    fn names_are_quoted_literally_and_quotes_inside_are_refused() {
-        assert_eq!(quote_identifier("Events").unwrap(), "\"Events\"");
-        assert_eq!(quote_identifier("order; DROP TABLE x").unwrap(), "\"order; DROP TABLE x\"");
-        assert_eq!(quote_table("audit.Events").unwrap(), "\"audit\".\"Events\"");
-        for bad in ["", "a\"b", "\"events\"", "a\0b"] {
-            assert!(quote_identifier(bad).is_err(), "{bad:?}");
-        }
-        for bad in ["a.b.c", "a.", ".b", "s.\"t\""] {
-            assert!(quote_table(bad).is_err(), "{bad:?}");
-        }
     }
 
     #[test]

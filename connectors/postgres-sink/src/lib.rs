@@ -1,0 +1,69 @@
+//! A sink that writes every message as a row of a PostgreSQL table, through the
+//! connection the operator granted (`grants.postgres`), exactly once by id.
+//!
+//! A batch is one transaction of one `INSERT ... ON CONFLICT ("id") DO NOTHING` per
+//! message (`row.rs` has the layout), and is acknowledged only once that transaction
+//! committed. A batch written again (after a retry, a crash, a restart) inserts
+//! nothing new: its ids are already there.
+//!
+//! `plugin_config`:
+//!
+//! | key            | default  | meaning                                                           |
+//! |----------------|----------|-------------------------------------------------------------------|
+//! | `connection`   | required | the `[postgres.NAME]` granted to the connector                    |
+//! | `table`        | required | `table` or `schema.table`, taken literally (quoted by the connector) |
+//! | `create_table` | `false`  | create the table with the default layout on open, if missing      |
+//!
+//! What becomes of a batch (`write.rs`): a message the server refuses for good
+//! (a data or integrity error, SQLSTATE classes 22 and 23) is taken out and the rest
+//! written again, then rejected to the dead-letter destination; anything else
+//! (a lost connection, a time-out, a serialization failure, a missing table or
+//! privilege, a connection not granted) is a retry of the whole batch.
+
+mod config;
+mod db;
+#[cfg(test)]
+mod fake_db;
+mod row;
+mod write;
+
+use ferry_guest::sql::describe;
+use ferry_guest::{Error, Sink, SinkBatch, Written};
+
+use crate::config::Config;
+use crate::db::{Database, Db};
+use crate::row::Layout;
+
+/// The sink, over the granted connection (`Db`) or, in tests, a fake.
+struct PostgresSink<D = Db> {
+    connection: String,
+    table: String,
+    layout: Layout,
+    db: D,
+}
+
+impl<D: Database> Sink for PostgresSink<D> {
+    type Config = Config;
+
+    fn open(config: Config) -> Result<Self, Error> {
+        let what =
+            |doing: &str, error| Error::msg(format!("postgres `{}`: {doing}: {}", config.connection, describe(&error)));
+        let db = D::open(&config.connection).map_err(|e| what("opening the connection", e))?;
+        let layout = Layout::new(&config.quoted_table);
+        if config.create_table {
+            db.execute(&layout.create_table())
+                .map_err(|e| what(&format!("creating the table `{}`", config.table), e))?;
+        }
+        ferry_guest::info!("postgres sink: writing to `{}` through `{}`", config.table, config.connection);
+        Ok(PostgresSink { connection: config.connection, table: config.table, layout, db })
+    }
+
+    fn write(&mut self, batch: &SinkBatch) -> Result<Written, Error> {
+        Ok(write::write(self, batch))
+    }
+}
+
+ferry_guest::export_sink!(PostgresSink);
+
+#[cfg(test)]
+mod tests;

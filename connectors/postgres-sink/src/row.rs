@@ -1,0 +1,174 @@
+//! The default layout, one row per message, and the statements that create the table
+//! and insert a message into it. Values are bound as parameters, never spliced in.
+
+use ferry_guest::bindings::iggy::connector::postgres::{Statement, Value};
+use ferry_guest::{SinkBatch, StoredMessage, headers_json};
+
+/// The statements for one (quoted) table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    create: String,
+    insert: String,
+}
+
+impl Layout {
+    pub fn new(quoted_table: &str) -> Layout {
+        let create = format!(
+            "CREATE TABLE IF NOT EXISTS {quoted_table} (\"id\" text PRIMARY KEY, \"payload\" jsonb, \
+             \"payload_bytes\" bytea, \"headers\" jsonb NOT NULL, \"stream\" text NOT NULL, \"topic\" text NOT NULL, \
+             \"partition\" int8 NOT NULL, \"offset\" int8 NOT NULL, \"origin_timestamp\" timestamptz)"
+        );
+        // A message written before (a replay after a crash or a retry) has its row
+        // already: the insert does nothing, and the batch is acknowledged all the same.
+        let insert = format!(
+            "INSERT INTO {quoted_table} (\"id\", \"payload\", \"payload_bytes\", \"headers\", \"stream\", \"topic\", \
+             \"partition\", \"offset\", \"origin_timestamp\") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
+             ON CONFLICT (\"id\") DO NOTHING"
+        );
+        Layout { create, insert }
+    }
+
+    /// `CREATE TABLE IF NOT EXISTS` with the default layout.
+    pub fn create_table(&self) -> Statement {
+        Statement { sql: self.create.clone(), params: Vec::new() }
+    }
+
+    /// The insert of `message`, a message of `batch`; an error (a value PostgreSQL
+    /// cannot hold) says why the message can never be written.
+    pub fn insert(&self, batch: &SinkBatch, message: &StoredMessage) -> Result<Statement, String> {
+        let (payload, payload_bytes) = payload_values(&message.payload);
+        let offset = i64::try_from(message.offset)
+            .map_err(|_| format!("offset {} does not fit the int8 column `offset`", message.offset))?;
+        let origin_timestamp = match message.origin_timestamp {
+            None => Value::Null,
+            Some(micros) => Value::Timestamp(i64::try_from(micros).map_err(|_| {
+                format!("origin timestamp {micros} µs does not fit the timestamptz column `origin_timestamp`")
+            })?),
+        };
+        let params = vec![
+            Value::Text(row_id(batch, message)),
+            payload,
+            payload_bytes,
+            Value::Json(headers_json(&message.headers).to_string()),
+            Value::Text(batch.stream.clone()),
+            Value::Text(batch.topic.clone()),
+            Value::Int(i64::from(batch.partition)),
+            Value::Int(offset),
+            origin_timestamp,
+        ];
+        Ok(Statement { sql: self.insert.clone(), params })
+    }
+}
+
+/// The row's key: the message id in decimal. A message without an id (0) is keyed by
+/// where it is stored instead, `stream/topic/partition/offset`: keyed by 0, every
+/// such message after the first would be taken for a replay and silently dropped.
+pub fn row_id(batch: &SinkBatch, message: &StoredMessage) -> String {
+    match message.id {
+        0 => format!("{}/{}/{}/{}", batch.stream, batch.topic, batch.partition, message.offset),
+        id => id.to_string(),
+    }
+}
+
+/// `(payload, payload_bytes)`: the JSON document, or the bytes when the payload is
+/// not one `jsonb` takes.
+fn payload_values(payload: &[u8]) -> (Value, Value) {
+    match std::str::from_utf8(payload) {
+        Ok(text) if is_jsonb(text) => (Value::Json(text.to_string()), Value::Null),
+        _ => (Value::Null, Value::Bytes(payload.to_vec())),
+    }
+}
+
+/// Whether `text` is a JSON document `jsonb` accepts. `jsonb` refuses the escape
+/// `\u0000`, which JSON allows: such a payload is kept as bytes rather than refused.
+fn is_jsonb(text: &str) -> bool {
+    !text.contains("\\u0000") && serde_json::from_str::<serde_json::Value>(text).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use ferry_guest::HeaderValue;
+
+    use super::*;
+
+    fn batch() -> SinkBatch {
+        SinkBatch { stream: "app".into(), topic: "orders".into(), partition: 3, messages: Vec::new() }
+    }
+
+    fn message(id: u128, payload: &[u8]) -> StoredMessage {
+        StoredMessage {
+            offset: 41,
+            id,
+            timestamp: 1_700_000_000_000_000,
+            origin_timestamp: Some(1_600_000_000_000_000),
+            headers: vec![("kind".into(), HeaderValue::String("order".into())), ("n".into(), HeaderValue::Uint64(5))],
+            payload: payload.to_vec(),
+        }
+    }
+
+    #[test]
+    fn the_statements_name_the_quoted_table_and_skip_ids_already_written() {
+        let layout = Layout::new(r#""audit"."Events""#);
+        assert!(
+            layout
+                .create_table()
+                .sql
+                .starts_with(r#"CREATE TABLE IF NOT EXISTS "audit"."Events" ("id" text PRIMARY KEY"#)
+        );
+        let insert = layout.insert(&batch(), &message(1, b"{}")).unwrap();
+        assert!(insert.sql.starts_with(r#"INSERT INTO "audit"."Events" ("id", "payload""#), "{}", insert.sql);
+        assert!(insert.sql.ends_with(r#"ON CONFLICT ("id") DO NOTHING"#), "{}", insert.sql);
+    }
+
+    #[test]
+    fn a_json_payload_is_jsonb_and_every_column_has_its_value() {
+        let id = u128::MAX;
+        let insert = Layout::new("\"t\"").insert(&batch(), &message(id, br#"{"total": 12.5}"#)).unwrap();
+        assert_eq!(
+            insert.params,
+            [
+                Value::Text("340282366920938463463374607431768211455".into()),
+                Value::Json(r#"{"total": 12.5}"#.into()),
+                Value::Null,
+                Value::Json(r#"{"kind":{"string":"order"},"n":{"uint64":5}}"#.into()),
+                Value::Text("app".into()),
+                Value::Text("orders".into()),
+                Value::Int(3),
+                Value::Int(41),
+                Value::Timestamp(1_600_000_000_000_000),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_payload_jsonb_would_refuse_is_kept_as_bytes() {
+        for payload in [&b"not json"[..], b"", b"{\"a\": 1", &[0xff, 0xfe], br#""a\u0000b""#, b"1e400"] {
+            let insert = Layout::new("\"t\"").insert(&batch(), &message(1, payload)).unwrap();
+            assert_eq!(insert.params[1], Value::Null, "{payload:?}");
+            assert_eq!(insert.params[2], Value::Bytes(payload.to_vec()), "{payload:?}");
+        }
+        for payload in [&b"42"[..], b"\"text\"", b" [1, null] ", b"null"] {
+            let insert = Layout::new("\"t\"").insert(&batch(), &message(1, payload)).unwrap();
+            assert_eq!(insert.params[1], Value::Json(String::from_utf8(payload.to_vec()).unwrap()), "{payload:?}");
+            assert_eq!(insert.params[2], Value::Null);
+        }
+    }
+
+    #[test]
+    fn a_message_without_an_id_is_keyed_by_where_it_is_stored() {
+        assert_eq!(row_id(&batch(), &message(0, b"x")), "app/orders/3/41");
+        assert_eq!(row_id(&batch(), &message(7, b"x")), "7");
+    }
+
+    #[test]
+    fn values_postgres_cannot_hold_are_explained() {
+        let mut far = message(1, b"x");
+        far.offset = u64::MAX;
+        assert!(Layout::new("\"t\"").insert(&batch(), &far).unwrap_err().contains("offset"));
+        let mut late = message(1, b"x");
+        late.origin_timestamp = Some(u64::MAX);
+        assert!(Layout::new("\"t\"").insert(&batch(), &late).unwrap_err().contains("origin_timestamp"));
+        late.origin_timestamp = None;
+        assert_eq!(Layout::new("\"t\"").insert(&batch(), &late).unwrap().params[8], Value::Null);
+    }
+}
