@@ -18,6 +18,7 @@ mod isolation;
 mod pooling;
 mod postgres_capability;
 mod postgres_server;
+mod postgres_sink;
 mod postgres_source;
 mod process;
 mod sandbox;
