@@ -191,3 +191,15 @@ async fn a_wrong_password_is_a_connection_error_and_no_password_is_logged() {
 async fn outcomes_of_right(h: &Harness, server: &PgServer, steps: Json) -> Vec<Json> {
     outcomes(h, probe(h, server, "right-pw", "db", &["db"], steps)).await
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guest_sending_ever_new_statements_does_not_grow_the_prepared_cache_without_end() {
+    let server = PgServer::start();
+    let h = Harness::new();
+    let mut steps: Vec<Json> = (0..300).map(|i| json!({ "query": { "sql": format!("SELECT {i}::int8") } })).collect();
+    steps.push(json!({ "query": { "sql": "SELECT count(*)::int8 FROM pg_prepared_statements" } }));
+    let outcomes = outcomes(&h, probe(&h, &server, "many", "db", &["db"], json!(steps))).await;
+    assert_eq!(outcomes[299], json!({ "step": 299, "ok": [[{ "int": 299 }]] }));
+    let prepared = outcomes[300]["ok"][0][0]["int"].as_i64().expect("a count");
+    assert!(prepared <= 257, "prepared statements kept on the connection: {prepared}");
+}

@@ -27,6 +27,9 @@ use crate::config::{Grants, PostgresConfig};
 use crate::runtime::bindings::postgres::{Error, Host, HostConnection, Refusal, Rows, Statement, Value};
 use crate::runtime::context::GuestContext;
 
+/// Prepared statements kept per connection; past this the cache starts afresh.
+const MAX_CACHED_STATEMENTS: usize = 256;
+
 /// Microseconds from the Unix epoch to PostgreSQL's (2000-01-01).
 const POSTGRES_EPOCH_MICROS: i64 = 946_684_800_000_000;
 
@@ -218,6 +221,11 @@ async fn prepare(
     params: &[Value],
     index: Option<usize>,
 ) -> Result<Prepared, Error> {
+    // The cache is per connection and keyed by the guest's text: a guest sending ever
+    // new statements would grow it (and the server's prepared statements) without end.
+    if client.statement_cache.size() >= MAX_CACHED_STATEMENTS {
+        client.statement_cache.clear();
+    }
     let prepared = client.prepare_cached(sql).await.map_err(|e| classify(e, index))?;
     let refused = |message: String| {
         let statement = index.map(|i| i as u32);
