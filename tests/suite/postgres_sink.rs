@@ -1,7 +1,8 @@
 //! The PostgreSQL sink against a real server of the test's own, reading the local
 //! log: every message one row; a row the database refuses for good (a CHECK
 //! constraint) goes to the dead letters with the server's reason, the others are
-//! written; and reading the same messages again (positions reset) changes no row.
+//! written; reading the same messages again (positions reset) changes no row; and
+//! a server lost mid-flow is a retry, logged, until every row is written once.
 
 use std::collections::BTreeMap;
 
@@ -10,8 +11,9 @@ use ferry::sink::SinkConnector;
 use ferry::status::Event;
 use ferry_tests::components::POSTGRES_SINK;
 use ferry_tests::harness::{Harness, Running};
+use ferry_tests::logs::capture;
 use ferry_tests::postgres_server::{PASSWORD, PgServer};
-use ferry_tests::records::{seq_messages, seq_of};
+use ferry_tests::records::{positions, seq_messages, seq_of};
 use serde_json::json;
 
 /// A `postgres-sink` `key` writing topic `orders` into table `orders` of `server`,
@@ -25,28 +27,38 @@ fn sink(h: &Harness, server: &PgServer, key: &str) -> SinkConnector {
     sink
 }
 
+/// The table `orders` in the sink's default layout, with `check` on its `offset`.
+async fn create_orders(server: &PgServer, check: &str) {
+    server
+        .execute(&format!(
+            r#"CREATE TABLE orders ("id" text PRIMARY KEY, "payload" jsonb, "payload_bytes" bytea,
+               "headers" jsonb NOT NULL, "stream" text NOT NULL, "topic" text NOT NULL, "partition" int8 NOT NULL,
+               "offset" int8 NOT NULL {check}, "origin_timestamp" timestamptz)"#
+        ))
+        .await;
+}
+
+/// Wait until `running`'s sink `key` stored its position at `end` of `orders`.
+async fn wait_written(running: &mut Running, key: &str, end: u64) {
+    running
+        .wait_for(&format!("{key} to write up to {end}"), |e| {
+            matches!(e, Event::Written { key: k, topic, end: e, .. } if **k == *key && topic == "orders" && *e == end)
+        })
+        .await;
+}
+
 /// Run `sink` until it stored its position past offset `end - 1` of `orders`.
 async fn drain(h: &Harness, sink: SinkConnector, end: u64) {
     let key = sink.key.to_string();
     let mut running = Running::start(h.host_with(Vec::new(), vec![sink]));
-    running
-        .wait_for("every message written", |e| {
-            matches!(e, Event::Written { key: k, topic, end: e, .. } if **k == *key && topic == "orders" && *e == end)
-        })
-        .await;
+    wait_written(&mut running, &key, end).await;
     running.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rows_are_written_once_by_id_and_a_refused_row_is_dead_lettered() {
     let server = PgServer::start();
-    server
-        .execute(
-            r#"CREATE TABLE orders ("id" text PRIMARY KEY, "payload" jsonb, "payload_bytes" bytea,
-               "headers" jsonb NOT NULL, "stream" text NOT NULL, "topic" text NOT NULL, "partition" int8 NOT NULL,
-               "offset" int8 NOT NULL CHECK ("offset" <> 7), "origin_timestamp" timestamptz)"#,
-        )
-        .await;
+    create_orders(&server, r#"CHECK ("offset" <> 7)"#).await;
     let h = Harness::new();
     h.append("orders", seq_messages(0..30)).await;
     drain(&h, sink(&h, &server, "pg"), 30).await;
@@ -67,4 +79,34 @@ async fn rows_are_written_once_by_id_and_a_refused_row_is_dead_lettered() {
     drain(&h, sink(&h, &server, "pg-replay"), 30).await;
     assert_eq!(server.query_i64s("SELECT count(*) FROM orders").await, before, "no row added");
     assert_eq!(server.query_i64s(digest).await, digest_before, "no row changed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_server_is_retried_and_logged_until_every_row_is_written_once() {
+    let mut server = PgServer::start();
+    create_orders(&server, "").await;
+    let h = Harness::new();
+    h.append("orders", seq_messages(0..50)).await;
+    let mut running = Running::start(h.host_with(Vec::new(), vec![sink(&h, &server, "pg")]));
+    wait_written(&mut running, "pg", 50).await;
+
+    // The server dies; the next messages cannot be written, and are not skipped.
+    tokio::task::block_in_place(|| server.kill_9());
+    h.append("orders", seq_messages(50..100)).await;
+    let Event::Retried { reason, .. } =
+        running.wait_for("a retry", |e| matches!(e, Event::Retried { key, .. } if &**key == "pg")).await
+    else {
+        unreachable!()
+    };
+    assert!(reason.contains("postgres `db`"), "{reason}");
+    let logged = capture().of("pg");
+    assert!(logged.iter().any(|l| l.message.contains(&reason)), "the retry is not in the log: {logged:?}");
+    assert_eq!(h.committed("pg").map(|c| positions(&c.state)["test/orders"]), Some(50), "stored past what failed");
+
+    // Back: every message is a row, once.
+    tokio::task::block_in_place(|| server.restart());
+    wait_written(&mut running, "pg", 100).await;
+    running.stop().await;
+    let written = server.query_i64s("SELECT (payload->>'seq')::int8 FROM orders ORDER BY 1").await;
+    assert_eq!(written, (0..100).collect::<Vec<_>>());
 }

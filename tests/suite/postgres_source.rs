@@ -1,7 +1,8 @@
 //! The PostgreSQL source against a real server of the test's own: rows arrive in the
 //! log in order with no gap through `kill -9` of ferry at random moments, and a row
 //! is deleted only once the batch that carried it was delivered and committed; a
-//! NACKed batch deletes nothing, and its rows come again.
+//! NACKed batch deletes nothing, and its rows come again; a query the server refuses
+//! and a lost server are logged and retried until rows flow again.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -10,9 +11,12 @@ use std::time::{Duration, Instant};
 use ferry::batch::NackReason;
 use ferry::grants::postgres::PgPools;
 use ferry::local_log::LocalLog;
+use ferry::source::SourceConnector;
+use ferry::status::Event;
 use ferry_tests::components::POSTGRES_SOURCE;
 use ferry_tests::faults::FaultyTarget;
-use ferry_tests::harness::Harness;
+use ferry_tests::harness::{Harness, Running};
+use ferry_tests::logs::capture;
 use ferry_tests::postgres_server::{PASSWORD, PgServer};
 use nix::sys::signal::Signal;
 use serde_json::json;
@@ -33,6 +37,22 @@ fn delivered(log: &Path) -> Vec<i64> {
     }
     let records = LocalLog::read_all(log, "demo", "events").unwrap();
     records
+        .iter()
+        .map(|r| serde_json::from_slice::<serde_json::Value>(&r.payload).unwrap()["id"].as_i64().unwrap())
+        .collect()
+}
+
+/// `source` granted the connection `db` to `server`.
+fn granted(h: &Harness, server: &PgServer, mut source: SourceConnector) -> SourceConnector {
+    source.sandbox.grants.postgres = vec!["db".into()];
+    let servers = BTreeMap::from([("db".to_string(), server.ferry_server(h.dir.path(), "db", PASSWORD))]);
+    source.sandbox.postgres = PgPools::granted(&source.sandbox.grants, &servers).unwrap();
+    source
+}
+
+/// The `id` of every row the harness's source `key` delivered, in log order.
+fn ids_in(h: &Harness, key: &str) -> Vec<i64> {
+    h.records(key)
         .iter()
         .map(|r| serde_json::from_slice::<serde_json::Value>(&r.payload).unwrap()["id"].as_i64().unwrap())
         .collect()
@@ -126,12 +146,9 @@ async fn a_nacked_batch_deletes_nothing_and_comes_again() {
     let target = FaultyTarget::new(h.log.clone());
     target.set_failing(true);
     let plugin = json!({ "connection": "db", "table": "events", "batch_size": 40, "after_ack": { "delete": true } });
-    let mut source = h.source("nacked", POSTGRES_SOURCE, plugin);
+    let mut source = granted(&h, &server, h.source("nacked", POSTGRES_SOURCE, plugin));
     source.target = target.clone();
     source.settings.max_consecutive_nacks = 1000;
-    source.sandbox.grants.postgres = vec!["db".into()];
-    let servers = BTreeMap::from([("db".to_string(), server.ferry_server(h.dir.path(), "db", PASSWORD))]);
-    source.sandbox.postgres = PgPools::granted(&source.sandbox.grants, &servers).unwrap();
     let mut running = h.start(vec![source]);
     for _ in 0..4 {
         running.wait_for("a NACK", is_nack("nacked", NackReason::DeliveryFailed)).await;
@@ -144,11 +161,51 @@ async fn a_nacked_batch_deletes_nothing_and_comes_again() {
     target.set_failing(false);
     running.wait_idle("nacked").await;
     running.stop().await;
-    let ids: Vec<i64> = h
-        .records("nacked")
-        .iter()
-        .map(|r| serde_json::from_slice::<serde_json::Value>(&r.payload).unwrap()["id"].as_i64().unwrap())
-        .collect();
-    assert_eq!(ids, (1..=120).collect::<Vec<_>>(), "each row once, in order");
+    assert_eq!(ids_in(&h, "nacked"), (1..=120).collect::<Vec<_>>(), "each row once, in order");
     assert_eq!(server.query_i64s("SELECT count(*) FROM events").await, [0], "deleted once delivered");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_query_and_a_lost_server_are_logged_and_retried_until_rows_flow_again() {
+    let mut server = PgServer::start();
+    events(&server, 200).await;
+    // The table is not there when the source starts: every poll is refused (42P01).
+    server.execute("ALTER TABLE events RENAME TO events_away").await;
+    let h = Harness::new();
+    let plugin = json!({ "connection": "db", "table": "events", "batch_size": 20 });
+    let mut running = h.start(vec![granted(&h, &server, h.source("flaky", POSTGRES_SOURCE, plugin))]);
+    let is_guest_error = |e: &Event| matches!(e, Event::GuestError { key, .. } if &**key == "flaky");
+    let Event::GuestError { message, .. } = running.wait_for("a refused query", is_guest_error).await else {
+        unreachable!()
+    };
+    assert!(message.contains("reading the rows of `events`") && message.contains("42P01"), "{message}");
+    let logged = |needle: &str| capture().of("flaky").iter().any(|l| l.message.contains(needle));
+    assert!(logged("42P01"), "the refusal is not in the log: {:?}", capture().of("flaky"));
+    assert!(h.records("flaky").is_empty(), "rows out of a refused query");
+
+    // The table is back: every row comes, in order, once.
+    server.execute("ALTER TABLE events_away RENAME TO events").await;
+    wait_for_rows(&h, &mut running, 200).await;
+
+    // The server dies under the idle source: its polls fail on the lost connection...
+    tokio::task::block_in_place(|| server.kill_9());
+    let Event::GuestError { message, .. } = running.wait_for("a lost connection", is_guest_error).await else {
+        unreachable!()
+    };
+    assert!(message.contains("reading the rows of `events`"), "{message}");
+    assert!(logged(&message), "the lost connection is not in the log: {:?}", capture().of("flaky"));
+    // ...until it is back: the rows written meanwhile flow, after the others.
+    tokio::task::block_in_place(|| server.restart());
+    server.execute("INSERT INTO events SELECT n, 'event ' || n FROM generate_series(201, 300) AS n").await;
+    wait_for_rows(&h, &mut running, 300).await;
+    running.stop().await;
+    assert_eq!(ids_in(&h, "flaky"), (1..=300).collect::<Vec<_>>(), "each row once, in order");
+}
+
+/// Wait until the source `flaky` is idle with `count` rows delivered.
+async fn wait_for_rows(h: &Harness, running: &mut Running, count: usize) {
+    // Idle means that a poll found nothing more; the rows may have come just after.
+    while h.records("flaky").len() < count {
+        running.wait_idle("flaky").await;
+    }
 }
