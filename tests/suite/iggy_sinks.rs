@@ -3,7 +3,8 @@
 //! checks the files: every message once through kills of ferry and of the server;
 //! two ferry processes in one consumer group divide the partitions, and when one is
 //! killed the other takes its partitions over from the stored offsets, nothing lost;
-//! a tenant's sink reads only what its Iggy user may read.
+//! a tenant's sink reads only what its Iggy user may read. And one test shows a
+//! defect of the server we can run: a crash strands its consumer groups.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -12,8 +13,9 @@ use std::time::{Duration, Instant};
 use ferry_tests::components::FILE_SINK;
 use ferry_tests::iggy_server::{IggyServer, PASSWORD, USERNAME, live_server};
 use iggy::prelude::{
-    ConsumerGroupClient, Identifier, IggyMessage, MessageClient, Partitioning, Permissions, StreamClient,
-    StreamPermissions, TopicClient, TopicCreateOptions, UserClient, UserStatus,
+    Consumer, ConsumerGroupClient, ConsumerOffsetClient, Identifier, IggyMessage, MessageClient, Partitioning,
+    Permissions, PollingStrategy, StreamClient, StreamPermissions, TopicClient, TopicCreateOptions, UserClient,
+    UserStatus,
 };
 use nix::sys::signal::Signal;
 
@@ -255,4 +257,47 @@ fn a_tenants_sink_reads_only_what_its_iggy_user_may_read() {
     ferry.signal(Signal::SIGTERM);
     assert!(ferry.wait().success(), "{}", ferry.log());
     assert!(written(&refused.path("out")).is_empty(), "nothing of a stream the user may not read");
+}
+
+/// What the Iggy server we can run does with a consumer group through its own crash,
+/// which every Iggy sink depends on: the members it had are kept (they are part of
+/// its replicated metadata) although their sessions died with it, and nothing
+/// removes them, so a member joining afterwards is given no partition and reads
+/// nothing, for good. A ferry sink reconnecting after a server crash is such a new
+/// member. This test shows the defect as it is; when it fails, the server has been
+/// fixed, and `postgres_end_to_end` can kill the Iggy server too.
+#[test]
+fn a_server_crash_strands_the_consumer_group_members_it_had() {
+    let Some(mut server) = live_server("iggy_sinks::a_server_crash_strands_the_consumer_group_members_it_had") else {
+        return;
+    };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(fill(&server, "orders", "stranded", 1, 100));
+    let (stream, topic, group) =
+        (Identifier::named("orders").unwrap(), Identifier::named("stranded").unwrap(), Identifier::named("g").unwrap());
+    let consumer = Consumer::group(group.clone());
+    let before = runtime.block_on(async {
+        let client = server.client().await;
+        client.create_consumer_group(&stream, &topic, "g").await.unwrap();
+        client.join_consumer_group(&stream, &topic, &group).await.unwrap();
+        let polled =
+            client.poll_messages(&stream, &topic, None, &consumer, &PollingStrategy::next(), 10, false).await.unwrap();
+        let last = polled.messages.last().expect("the member reads").header.offset;
+        client.store_consumer_offset(&consumer, &stream, &topic, Some(polled.partition_id), last).await.unwrap();
+        client
+    });
+    server.kill();
+    drop(before);
+    server.restart();
+    runtime.block_on(async {
+        let client = server.client().await;
+        client.join_consumer_group(&stream, &topic, &group).await.unwrap();
+        // The server has nothing to wait for: the old member is gone and holds nothing in flight.
+        let details = client.get_consumer_group(&stream, &topic, &group).await.unwrap().unwrap();
+        let polled =
+            client.poll_messages(&stream, &topic, None, &consumer, &PollingStrategy::next(), 10, false).await.unwrap();
+        assert_eq!(details.members_count, 2, "the member from before the crash is gone: {details:?}");
+        assert_eq!(details.members[0].partitions, [0], "{details:?}");
+        assert!(polled.messages.is_empty(), "the new member reads: the server is fixed");
+    });
 }

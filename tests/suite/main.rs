@@ -17,6 +17,7 @@ mod iggy_tenants;
 mod isolation;
 mod pooling;
 mod postgres_capability;
+mod postgres_end_to_end;
 mod postgres_server;
 mod postgres_sink;
 mod postgres_source;

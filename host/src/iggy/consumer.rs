@@ -188,7 +188,10 @@ impl Reader for IggyReader {
 
     async fn commit(&mut self, batch: &SinkBatch) -> Result<Option<u64>, InputError> {
         let Some(last) = batch.messages.last() else { return Ok(None) };
-        let live = self.connection.current().map_err(InputError)?;
+        // Through a member of the group on the current connection: after a reconnect
+        // (the server restarted while the batch was being written), the offset is
+        // stored by the member that joins now, not by one the server no longer knows.
+        let live = self.live().await?;
         let topic =
             self.topics.iter().find(|t| t.stream == batch.stream && t.topic == batch.topic).ok_or_else(|| {
                 InputError(format!("{}/{} is not a topic this sink reads", batch.stream, batch.topic))
