@@ -38,7 +38,7 @@ use ferry::batch::Message;
 use ferry::config::{DirGrant, StreamConfig};
 use ferry::delivery::{Delivery, LogMark, Receipt, Target};
 use ferry::host::Host;
-use ferry::iggy::{IggyInput, IggyTarget};
+use ferry::iggy::{IggyInput, IggyTarget, Reading};
 use ferry::local_log::{LocalLog, LocalLogInput, TopicReader, headers_from_json};
 use ferry::runtime::{Runtime, Sandbox, SinkWorld};
 use ferry::sink::{Input, SinkConnector, SinkSettings};
@@ -97,7 +97,11 @@ fn main() {
                     let connection =
                         IggyTarget::start(&server.ferry_config(PASSWORD)).expect("a connection").connection();
                     let group = format!("ferry-{kind}-{run}");
-                    let input = Arc::new(IggyInput::new(connection, vec![("bench".into(), topic.clone())], group));
+                    let input = Arc::new(IggyInput::new(
+                        connection,
+                        vec![("bench".into(), topic.clone())],
+                        Reading::InGroup(group),
+                    ));
                     let key = format!("iggy-ferry-{kind}-{batch}-{run}");
                     tokio.block_on(drain(&runtime, dir.path(), &key, kind, input, batch, messages))
                 };

@@ -1,6 +1,7 @@
 //! Sinks reading a live Iggy server (opt-in, like every live test: see
 //! `ferry_tests::iggy_server`). The file sink writes what it reads, and the test
-//! checks the files: every message once through kills of ferry and of the server;
+//! checks the files: a sink reading alone (the default) writes every message of
+//! every partition once through kills of ferry and of the server;
 //! two ferry processes in one consumer group divide the partitions, and when one is
 //! killed the other takes its partitions over from the stored offsets, nothing lost;
 //! a tenant's sink reads only what its Iggy user may read. And one test shows a
@@ -48,10 +49,16 @@ async fn fill(server: &IggyServer, stream: &str, topic: &str, partitions: u32, c
     }
 }
 
-/// A config running the file sink `key` (consumer group `group`) on `stream/topic`
-/// of `server`, signed in as `user` (root when `None`, else as tenant `acme`),
-/// writing into `out` of the site.
-fn sink_config(server: &IggyServer, key: &str, stream: &str, topic: &str, tenant_password: Option<&str>) -> String {
+/// A config running the file sink `key` on `stream/topic` of `server`, in consumer
+/// group `archive` or alone (`grouped`), signed in as root (`tenant_password` `None`)
+/// or as tenant `acme`, writing into `out` of the site.
+fn sink_config(
+    server: &IggyServer,
+    key: &str,
+    grouped: bool,
+    (stream, topic): (&str, &str),
+    tenant_password: Option<&str>,
+) -> String {
     let tenant = match tenant_password {
         Some(password) => {
             format!("[[tenants]]\nkey = \"acme\"\n[tenants.iggy]\nusername = \"acme\"\npassword = \"{password}\"\n")
@@ -59,6 +66,7 @@ fn sink_config(server: &IggyServer, key: &str, stream: &str, topic: &str, tenant
         None => String::new(),
     };
     let member = if tenant_password.is_some() { "tenant = \"acme\"" } else { "" };
+    let group = if grouped { "consumer_group = \"archive\"" } else { "" };
     format!(
         r#"
 [runtime]
@@ -82,7 +90,7 @@ key = "{key}"
 path = "{FILE_SINK}"
 poll_interval = "5ms"
 batch_length = 50
-consumer_group = "archive"
+{group}
 max_consecutive_nacks = 1000
 retry_backoff = {{ initial = "20ms", max = "200ms" }}
 
@@ -155,20 +163,21 @@ fn a_sink_writes_every_message_once_through_kills_of_ferry_and_of_the_server() {
     };
     const COUNT: u64 = 3000;
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    runtime.block_on(fill(&server, "orders", "created", 1, COUNT));
-    let (site, config) = site(|| sink_config(&server, "archive", "orders", "created", None));
+    // Read alone (the default), every partition by itself.
+    runtime.block_on(fill(&server, "orders", "created", 4, COUNT));
+    let (site, config) = site(|| sink_config(&server, "archive", false, ("orders", "created"), None));
     let seed = fastrand::u64(..);
     eprintln!("FERRY_CRASH_SEED={seed}");
     let mut rng = fastrand::Rng::with_seed(seed);
+    let reading = ["key=archive", "reading 4 partition(s) of 1 topic(s) as consumer `ferry-archive`"];
     for round in 0..8 {
         let mut ferry = Ferry::start(&config, &[]);
-        ferry.wait_for_line(&["key=archive", "joined consumer group"]);
-        if round == 4 {
+        ferry.wait_for_line(&reading);
+        if round % 2 == 1 {
             // The server dies under the running sink, and comes back on the same data.
             std::thread::sleep(Duration::from_millis(rng.u64(0..200)));
             server.kill();
             server.restart();
-            ferry.wait_for_line(&["key=archive", "joined consumer group"]);
         }
         std::thread::sleep(Duration::from_millis(rng.u64(0..300)));
         ferry.kill_9();
@@ -191,8 +200,8 @@ fn two_ferries_in_one_consumer_group_divide_the_partitions_and_one_killed_loses_
     const COUNT: u64 = 4000;
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(fill(&server, "orders", "paid", 4, COUNT));
-    let (a, config_a) = site(|| sink_config(&server, "shared", "orders", "paid", None));
-    let (b, config_b) = site(|| sink_config(&server, "shared", "orders", "paid", None));
+    let (a, config_a) = site(|| sink_config(&server, "shared", true, ("orders", "paid"), None));
+    let (b, config_b) = site(|| sink_config(&server, "shared", true, ("orders", "paid"), None));
     let mut ferry_a = Ferry::start(&config_a, &[]);
     let mut ferry_b = Ferry::start(&config_b, &[]);
     ferry_a.wait_for_line(&["key=shared", "joined consumer group"]);
@@ -244,13 +253,14 @@ fn a_tenants_sink_reads_only_what_its_iggy_user_may_read() {
             root.create_consumer_group(&s, &t, "archive").await.unwrap();
         }
     });
-    let (ok, config_ok) = site(|| sink_config(&server, "mine", "allowed", "feed", Some("acme-secret")));
+    let (ok, config_ok) = site(|| sink_config(&server, "mine", true, ("allowed", "feed"), Some("acme-secret")));
     let mut ferry = Ferry::start(&config_ok, &[]);
     until("the allowed stream written", || written(&ok.path("out")).len() == 100);
     ferry.signal(Signal::SIGTERM);
     assert!(ferry.wait().success(), "{}", ferry.log());
 
-    let (refused, config_refused) = site(|| sink_config(&server, "theirs", "forbidden", "feed", Some("acme-secret")));
+    let (refused, config_refused) =
+        site(|| sink_config(&server, "theirs", true, ("forbidden", "feed"), Some("acme-secret")));
     let mut ferry = Ferry::start(&config_refused, &[]);
     let line = ferry.wait_for_line(&["key=theirs", "tenant=acme", "forbidden/feed"]);
     assert!(line.to_lowercase().contains("unauthorized") || line.contains("ermission"), "{line}");

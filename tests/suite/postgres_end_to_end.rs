@@ -1,16 +1,12 @@
 //! PostgreSQL end to end, as an operator runs it: table `a` → postgres-source → the
 //! local log (or, opt-in, a live Iggy server) → postgres-sink → table `b`, in one
-//! `ferry run`, while new rows keep arriving in `a` and ferry and the PostgreSQL
-//! server are killed with `kill -9` at random moments, alone or together. A server
-//! killed under a running ferry is restarted under it, and the connectors carry on
-//! once it is back (`postgres_source` and `postgres_sink` show that they log what
-//! failed meanwhile).
-//!
-//! The Iggy server is not killed here: the server we can run keeps a consumer group's
-//! members through its own crash, so the sink's group stays assigned to a member that
-//! no longer exists and reads nothing more (see
-//! `iggy_sinks::a_server_crash_strands_the_consumer_group_members_it_had`). The
-//! source's side of an Iggy crash is `iggy_live`'s.
+//! `ferry run`, while new rows keep arriving in `a` and ferry, the PostgreSQL server
+//! (and the Iggy server) are killed with `kill -9` at random moments, alone or
+//! together. A server killed under a running ferry is restarted under it, and the
+//! connectors carry on once it is back (`postgres_source` and `postgres_sink` show
+//! that they log what failed meanwhile). Through Iggy the sink reads alone (no
+//! `consumer_group`): the server we can run strands a group's members through its own
+//! crash (`iggy_sinks::a_server_crash_strands_the_consumer_group_members_it_had`).
 //!
 //! After every kill: `b` holds only rows of `a`, with every value as it is in `a`
 //! (numbers, text, booleans, timestamps, json, bytea, NULLs), and no row of `a`
@@ -32,7 +28,7 @@ use ferry_tests::components::{POSTGRES_SINK, POSTGRES_SOURCE};
 use ferry_tests::iggy_server::{IggyServer, PASSWORD, USERNAME, live_server};
 use ferry_tests::postgres_server::PgServer;
 use ferry_tests::records::positions;
-use iggy::prelude::{Consumer, ConsumerGroupClient, ConsumerOffsetClient, Identifier};
+use iggy::prelude::{Consumer, ConsumerOffsetClient, Identifier, TopicClient};
 use nix::sys::signal::Signal;
 
 use crate::process::{Ferry, PATIENCE, Site, crash_plan};
@@ -54,6 +50,8 @@ enum Fault {
     Postgres,
     /// PostgreSQL, then ferry before the server is back.
     Both,
+    /// The Iggy server alone, restarted under the running ferry.
+    Iggy,
 }
 
 #[test]
@@ -62,15 +60,15 @@ fn table_b_equals_table_a_through_kill_9_of_ferry_and_of_postgres() {
 }
 
 #[test]
-fn through_a_live_iggy_table_b_equals_table_a_through_kill_9_of_ferry_and_of_postgres() {
+fn through_a_live_iggy_table_b_equals_table_a_through_kill_9_of_ferry_postgres_and_iggy() {
     let test =
-        "postgres_end_to_end::through_a_live_iggy_table_b_equals_table_a_through_kill_9_of_ferry_and_of_postgres";
+        "postgres_end_to_end::through_a_live_iggy_table_b_equals_table_a_through_kill_9_of_ferry_postgres_and_iggy";
     if let Some(iggy) = live_server(test) {
         run(test, Between::Iggy(iggy));
     }
 }
 
-fn run(test: &str, between: Between) {
+fn run(test: &str, mut between: Between) {
     let tokio = tokio::runtime::Runtime::new().unwrap();
     let mut server = PgServer::start();
     tokio.block_on(server.execute(
@@ -80,7 +78,10 @@ fn run(test: &str, between: Between) {
     let site = Site::new();
     let config = site.config("ferry.toml", &config(&site, &server, &between));
     let (rounds, mut rng) = crash_plan(test);
-    let faults = [Fault::Ferry, Fault::Postgres, Fault::Both];
+    let faults: &[Fault] = match between {
+        Between::LocalLog => &[Fault::Ferry, Fault::Postgres, Fault::Both],
+        Between::Iggy(_) => &[Fault::Ferry, Fault::Postgres, Fault::Both, Fault::Iggy],
+    };
 
     let mut ferry: Option<Ferry> = None;
     let mut inserted = 0;
@@ -114,6 +115,12 @@ fn run(test: &str, between: Between) {
                 server.restart();
                 None
             }
+            Fault::Iggy => {
+                let Between::Iggy(iggy) = &mut between else { unreachable!() };
+                iggy.kill();
+                iggy.restart();
+                Some(running)
+            }
         };
         // (A ferry not kept is dropped here: `kill -9`.)
         tokio.block_on(check(&server, &site, &between, &format!("round {round} ({fault:?})")));
@@ -144,8 +151,8 @@ fn run(test: &str, between: Between) {
 /// into table `b` (created by the sink), both through `[postgres.db]`, in small
 /// batches so that a round's rows take a while and kills land mid-flow.
 fn config(site: &Site, server: &PgServer, between: &Between) -> String {
-    let (transport, create, group) = match between {
-        Between::LocalLog => ("[local_log]\npath = \"log\"\n".to_string(), "", ""),
+    let (transport, create) = match between {
+        Between::LocalLog => ("[local_log]\npath = \"log\"\n".to_string(), ""),
         Between::Iggy(iggy) => (
             format!(
                 "[iggy]\naddress = \"{}\"\nusername = \"{USERNAME}\"\npassword = \"{PASSWORD}\"\n\
@@ -154,7 +161,6 @@ fn config(site: &Site, server: &PgServer, between: &Between) -> String {
             ),
             // Acknowledged only once on disk, so that killing the server loses nothing.
             "create = { partitions = 1, enforce_fsync = true, messages_required_to_save = 1 }",
-            "consumer_group = \"b\"",
         ),
     };
     format!(
@@ -194,7 +200,6 @@ poll_interval = "2ms"
 batch_length = 15
 max_consecutive_nacks = 1000
 retry_backoff = {{ initial = "20ms", max = "200ms" }}
-{group}
 
 [[sinks.streams]]
 stream = "demo"
@@ -241,7 +246,7 @@ async fn check(server: &PgServer, site: &Site, between: &Between, when: &str) {
     // The sink's position first: whatever it covers must be in `b` when `b` is read.
     let stored = match between {
         Between::LocalLog => sink_position(site),
-        Between::Iggy(_) => 0,
+        Between::Iggy(iggy) => iggy_offset(iggy).await.map_or(0, |offset| offset + 1),
     };
     if rows_in_b(server).await == 0 {
         assert_eq!(stored, 0, "{when}: the sink stored a position with nothing written");
@@ -281,19 +286,20 @@ async fn check(server: &PgServer, site: &Site, between: &Between, when: &str) {
             );
         }
     }
-    if let Between::LocalLog = between {
-        let logged = ids_in_log(site);
-        let mut seen = BTreeSet::new();
-        let first: Vec<i64> = logged.iter().copied().filter(|id| seen.insert(*id)).collect();
-        assert_eq!(first, (1..=first.len() as i64).collect::<Vec<_>>(), "{when}: the log is a's rows in order");
-        let in_b: BTreeSet<i64> = server.query_i64s("SELECT (payload->>'id')::int8 FROM b").await.into_iter().collect();
-        let covered: BTreeSet<i64> = logged[..stored as usize].iter().copied().collect();
-        assert!(
-            covered.is_subset(&in_b),
-            "{when}: the sink stored position {stored}, but rows {:?} before it are not in b",
-            covered.difference(&in_b).take(10).collect::<Vec<_>>()
-        );
-    }
+    let logged = match between {
+        Between::LocalLog => ids_in_log(site),
+        Between::Iggy(iggy) => ids_in_iggy(iggy).await,
+    };
+    let mut seen = BTreeSet::new();
+    let first: Vec<i64> = logged.iter().copied().filter(|id| seen.insert(*id)).collect();
+    assert_eq!(first, (1..=first.len() as i64).collect::<Vec<_>>(), "{when}: the topic has a's rows in order");
+    let in_b: BTreeSet<i64> = server.query_i64s("SELECT (payload->>'id')::int8 FROM b").await.into_iter().collect();
+    let covered: BTreeSet<i64> = logged[..stored as usize].iter().copied().collect();
+    assert!(
+        covered.is_subset(&in_b),
+        "{when}: the sink stored position {stored}, but rows {:?} before it are not in b",
+        covered.difference(&in_b).take(10).collect::<Vec<_>>()
+    );
 }
 
 /// The `id` of each row in the local log, in log order.
@@ -320,15 +326,29 @@ fn sink_position(site: &Site) -> u64 {
 
 /// What the Iggy server holds of `demo/a`, and the sink's stored offset there.
 async fn iggy_topic(iggy: &IggyServer) -> String {
-    let messages = iggy.read_all("demo", "a").await;
+    let ids = ids_in_iggy(iggy).await;
+    format!("Iggy holds {} messages of demo/a; the sink's stored offset: {:?}", ids.len(), iggy_offset(iggy).await)
+}
+
+/// The `id` of each row in Iggy's `demo/a`, in offset order (none before the source
+/// created the topic).
+async fn ids_in_iggy(iggy: &IggyServer) -> Vec<i64> {
     let client = iggy.client().await;
-    let (group, stream, topic) =
-        (Identifier::named("b").unwrap(), Identifier::named("demo").unwrap(), Identifier::named("a").unwrap());
-    let offsets = client.get_consumer_offset(&Consumer::group(group.clone()), &stream, &topic, Some(0)).await;
-    let members = client.get_consumer_group(&stream, &topic, &group).await;
-    format!(
-        "Iggy holds {} messages of demo/a, the last at offset {:?}; the consumer group `b`: {offsets:?}, {members:?}",
-        messages.len(),
-        messages.last().map(|m| m.header.offset)
-    )
+    let (stream, topic) = (Identifier::named("demo").unwrap(), Identifier::named("a").unwrap());
+    if !matches!(client.get_topic(&stream, &topic).await, Ok(Some(_))) {
+        return Vec::new();
+    }
+    iggy.read_all("demo", "a")
+        .await
+        .iter()
+        .map(|m| serde_json::from_slice::<serde_json::Value>(&m.payload).unwrap()["id"].as_i64().unwrap())
+        .collect()
+}
+
+/// The offset the sink (reading alone, as `ferry-b`) stored in `demo/a`.
+async fn iggy_offset(iggy: &IggyServer) -> Option<u64> {
+    let (consumer, stream, topic) =
+        (Identifier::named("ferry-b").unwrap(), Identifier::named("demo").unwrap(), Identifier::named("a").unwrap());
+    let offset = iggy.client().await.get_consumer_offset(&Consumer::new(consumer), &stream, &topic, Some(0)).await;
+    offset.ok().flatten().map(|info| info.stored_offset)
 }

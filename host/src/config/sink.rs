@@ -5,7 +5,7 @@
 //! key = "archive"
 //! path = "file_sink.wasm"
 //! batch_length = 100              # messages handed to the guest at once, at most
-//! consumer_group = "archive"      # Iggy only; default "ferry-<key>"
+//! consumer_group = "archive"      # Iggy only: share the partitions with other ferries
 //!
 //! [[sinks.streams]]               # what it reads: every topic of every entry
 //! stream = "orders"
@@ -34,8 +34,9 @@ connector_config! {
         /// The most messages handed to the guest in one batch.
         #[serde(default = "default_batch_length")]
         pub batch_length: u32,
-        /// The Iggy consumer group it reads with (default `ferry-<key>`). Every ferry
-        /// running a sink with this group shares the topics' partitions.
+        /// The Iggy consumer group it reads in. Every ferry running a sink with this
+        /// group shares the topics' partitions. Without it the sink reads alone, as the
+        /// consumer `ferry-<key>`, every partition itself.
         #[serde(default)]
         pub consumer_group: Option<String>,
         /// The pause after the guest answered `retry` before writing the batch again.
@@ -49,9 +50,9 @@ connector_config! {
 }
 
 impl SinkConfig {
-    /// The consumer group it reads Iggy with.
-    pub fn consumer_group(&self) -> String {
-        self.consumer_group.clone().unwrap_or_else(|| format!("ferry-{}", self.key))
+    /// The Iggy consumer it reads alone as, without a `consumer_group`.
+    pub fn consumer_name(&self) -> String {
+        format!("ferry-{}", self.key)
     }
 
     /// Every stream/topic it reads, in the order the config lists them.

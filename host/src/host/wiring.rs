@@ -13,7 +13,7 @@ use super::{Host, SetupError};
 use crate::config::{Allocator, ByteSize, Config, ConfigError, ConnectorConfig, IggyConfig, SinkConfig};
 use crate::delivery::Target;
 use crate::grants::postgres::PgPools;
-use crate::iggy::{IggyInput, IggyTarget};
+use crate::iggy::{IggyInput, IggyTarget, Reading};
 use crate::local_log::{LocalLog, LocalLogInput};
 use crate::runtime::{
     CheckedComponent, Compiler, ConnectorComponent, EngineOptions, LoadError, PendingComponent, PoolSize, Runtime,
@@ -200,11 +200,17 @@ impl<'a> Wiring<'a> {
         }
     }
 
-    /// What `sink` reads `topics` from: Iggy in its consumer group, or the local log
-    /// with its positions in `state`.
+    /// What `sink` reads `topics` from: Iggy (alone, or in its consumer group), or the
+    /// local log with its positions in `state`.
     fn input_of(&self, sink: &SinkConfig, topics: Vec<(String, String)>, state: ConnectorStateFile) -> Arc<dyn Input> {
         match self.iggy_of(sink) {
-            Some(iggy) => Arc::new(IggyInput::new(iggy.connection(), topics, sink.consumer_group())),
+            Some(iggy) => {
+                let reading = match &sink.consumer_group {
+                    Some(group) => Reading::InGroup(group.clone()),
+                    None => Reading::Alone(sink.consumer_name()),
+                };
+                Arc::new(IggyInput::new(iggy.connection(), topics, reading))
+            }
             None => Arc::new(LocalLogInput::new(&self.config.local_log.path, topics, Arc::new(state))),
         }
     }

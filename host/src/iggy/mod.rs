@@ -11,7 +11,7 @@ mod messages;
 mod topics;
 
 pub use connection::Connection;
-pub use consumer::IggyInput;
+pub use consumer::{IggyInput, Reading};
 pub use delivery::IggyTarget;
 pub use error::RequestError;
 pub use messages::{Send, from_iggy, plan, to_iggy};

@@ -2,9 +2,9 @@
 //!
 //! An [`Input`] is the sink's side of a log: the local log (positions kept in
 //! Ferry's state store, see `crate::local_log::input`) or an Iggy server (offsets
-//! kept by its consumer group, see `crate::iggy::consumer`). Every instance of a
-//! sink opens a [`Reader`] from the committed positions, so a restarted instance
-//! reads again exactly what was not settled.
+//! kept by the server, for the sink's consumer or group, see `crate::iggy::consumer`).
+//! Every instance of a sink opens a [`Reader`] from the committed positions, so a
+//! restarted instance reads again exactly what was not settled.
 
 use async_trait::async_trait;
 
