@@ -23,8 +23,8 @@ trap loses that instance, never the host, and the connector restarts from its la
 committed cursor. A source's cursor is committed only after its batch was delivered,
 so after any crash records may be delivered twice, but never lost.
 
-Logging: set FERRY_LOG to a tracing filter (default `info`; e.g. `debug`,
-`ferry::guest=warn`). Config values can be overridden from the environment with
+Logging: set FERRY_LOG to a tracing filter (default `info`, without PostgreSQL's
+notices; e.g. `debug`, `ferry::guest=warn`). Config values can be overridden from the environment with
 FERRY__<SECTION>__<KEY>=value (see the README).";
 
 #[derive(Parser)]
@@ -160,7 +160,11 @@ pub fn main() -> ExitCode {
     }
     // `run` is a service and logs its progress; the other commands print their
     // answer on stdout and only log problems.
-    let default_level = if matches!(cli.command, Command::Run { .. }) { "info" } else { "warn" };
+    // PostgreSQL's notices ("relation already exists, skipping") come from the
+    // driver's connection task, outside any connector's span: without a key to say
+    // whose they are, they are noise unless asked for.
+    let default_level =
+        if matches!(cli.command, Command::Run { .. }) { "info,tokio_postgres::connection=warn" } else { "warn" };
     let filter = EnvFilter::try_from_env("FERRY_LOG").unwrap_or_else(|_| EnvFilter::new(default_level));
     let colour = std::io::IsTerminal::is_terminal(&std::io::stderr());
     tracing_subscriber::fmt().with_env_filter(filter).with_ansi(colour).with_writer(std::io::stderr).init();
