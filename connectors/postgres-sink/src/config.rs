@@ -5,6 +5,8 @@ use ferry_guest::Error;
 use ferry_guest::sql::quote_table;
 use serde::Deserialize;
 
+use crate::columns::{Columns, Mapping};
+
 /// `plugin_config` as the operator writes it.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -13,6 +15,10 @@ struct Raw {
     table: String,
     #[serde(default)]
     create_table: bool,
+    columns: Option<Columns>,
+    conflict_columns: Option<Vec<String>>,
+    #[serde(default)]
+    upsert: bool,
 }
 
 /// The checked settings.
@@ -26,6 +32,8 @@ pub struct Config {
     pub quoted_table: String,
     /// Create the table with the default layout on open, if it does not exist.
     pub create_table: bool,
+    /// Mapped columns instead of the default layout, when configured.
+    pub mapping: Option<Mapping>,
 }
 
 impl<'de> Deserialize<'de> for Config {
@@ -41,7 +49,14 @@ impl Config {
             return Err(Error::msg("plugin_config.connection is empty: name a connection in grants.postgres"));
         }
         let quoted_table = quote_table(&raw.table).map_err(|e| e.context("plugin_config.table"))?;
-        Ok(Config { connection: raw.connection, table: raw.table, quoted_table, create_table: raw.create_table })
+        let mapping = Mapping::check(raw.columns, raw.conflict_columns, raw.upsert, raw.create_table)?;
+        Ok(Config {
+            connection: raw.connection,
+            table: raw.table,
+            quoted_table,
+            create_table: raw.create_table,
+            mapping,
+        })
     }
 }
 
@@ -59,6 +74,9 @@ mod tests {
         assert_eq!(config.quoted_table, r#""audit"."Events""#);
         assert!(!config.create_table);
         assert!(parse(r#"{"connection": "app", "table": "t", "create_table": true}"#).unwrap().create_table);
+        assert_eq!(config.mapping, None, "the default layout unless columns are mapped");
+        let mapped = parse(r#"{"connection": "app", "table": "t", "columns": {"k": "@id", "v": "v"}}"#).unwrap();
+        assert_eq!(mapped.mapping.unwrap().conflict, ["k"]);
     }
 
     #[test]
@@ -71,6 +89,10 @@ mod tests {
             (r#"{"connection": "app", "table": "x\"y"}"#, "plugin_config.table"),
             (r#"{"connection": "app", "table": "t", "create_tabel": true}"#, "create_tabel"),
             (r#"{"connection": "app", "table": "t", "create_table": "yes"}"#, "invalid type"),
+            (r#"{"connection": "app", "table": "t", "columns": {"c": "x"}}"#, "map a column to \"@id\""),
+            (r#"{"connection": "app", "table": "t", "columns": {"c": "@idd"}}"#, "plugin_config.columns.c"),
+            (r#"{"connection": "app", "table": "t", "upsert": true}"#, "plugin_config.upsert"),
+            (r#"{"connection": "app", "table": "t", "columns": {"c": "@id"}, "upsert": 1}"#, "invalid type"),
         ];
         for (json, needle) in cases {
             let error = parse(json).unwrap_err();

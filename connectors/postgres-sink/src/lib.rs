@@ -20,10 +20,12 @@
 //! (a lost connection, a time-out, a serialization failure, a missing table or
 //! privilege, a connection not granted) is a retry of the whole batch.
 
+mod columns;
 mod config;
 mod db;
 #[cfg(test)]
 mod fake_db;
+mod mapped;
 mod row;
 mod write;
 
@@ -32,7 +34,8 @@ use ferry_guest::{Error, Sink, SinkBatch, Written};
 
 use crate::config::Config;
 use crate::db::{Database, Db};
-use crate::row::Layout;
+use crate::mapped::MappedLayout;
+use crate::row::{DefaultLayout, Layout};
 
 /// The sink, over the granted connection (`Db`) or, in tests, a fake.
 struct PostgresSink<D = Db> {
@@ -49,11 +52,17 @@ impl<D: Database> Sink for PostgresSink<D> {
         let what =
             |doing: &str, error| Error::msg(format!("postgres `{}`: {doing}: {}", config.connection, describe(&error)));
         let db = D::open(&config.connection).map_err(|e| what("opening the connection", e))?;
-        let layout = Layout::new(&config.quoted_table);
-        if config.create_table {
-            db.execute(&layout.create_table())
-                .map_err(|e| what(&format!("creating the table `{}`", config.table), e))?;
-        }
+        let layout = match config.mapping {
+            Some(mapping) => Layout::Mapped(MappedLayout::new(&config.quoted_table, mapping)),
+            None => {
+                let layout = DefaultLayout::new(&config.quoted_table);
+                if config.create_table {
+                    db.execute(&layout.create_table())
+                        .map_err(|e| what(&format!("creating the table `{}`", config.table), e))?;
+                }
+                Layout::Default(layout)
+            }
+        };
         ferry_guest::info!("postgres sink: writing to `{}` through `{}`", config.table, config.connection);
         Ok(PostgresSink { connection: config.connection, table: config.table, layout, db })
     }

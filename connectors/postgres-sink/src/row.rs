@@ -1,18 +1,49 @@
-//! The default layout, one row per message, and the statements that create the table
-//! and insert a message into it. Values are bound as parameters, never spliced in.
+//! How a message becomes a row: the default layout (here: one row per message, and
+//! the statements that create the table and insert a message into it), or columns
+//! mapped by the operator (`mapped.rs`). Values are bound as parameters, never
+//! spliced in.
 
 use ferry_guest::bindings::iggy::connector::postgres::{Statement, Value};
 use ferry_guest::{SinkBatch, StoredMessage, headers_json};
 
-/// The statements for one (quoted) table.
+use crate::mapped::MappedLayout;
+
+/// The table's layout: the default one, or mapped columns.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Layout {
+pub enum Layout {
+    Default(DefaultLayout),
+    Mapped(MappedLayout),
+}
+
+impl Layout {
+    /// The insert of `message`, a message of `batch`; an error says why the message
+    /// can never be written (it is rejected, not retried).
+    pub fn insert(&self, batch: &SinkBatch, message: &StoredMessage) -> Result<Statement, String> {
+        match self {
+            Layout::Default(layout) => layout.insert(batch, message),
+            Layout::Mapped(layout) => layout.insert(batch, message),
+        }
+    }
+
+    /// What the table must be like for the inserts to work, for the hint of a
+    /// refusal that is about the table rather than a row.
+    pub fn expected(&self) -> String {
+        match self {
+            Layout::Default(_) => "with the default layout".to_string(),
+            Layout::Mapped(layout) => layout.expected(),
+        }
+    }
+}
+
+/// The default layout's statements for one (quoted) table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DefaultLayout {
     create: String,
     insert: String,
 }
 
-impl Layout {
-    pub fn new(quoted_table: &str) -> Layout {
+impl DefaultLayout {
+    pub fn new(quoted_table: &str) -> DefaultLayout {
         let create = format!(
             "CREATE TABLE IF NOT EXISTS {quoted_table} (\"id\" text PRIMARY KEY, \"payload\" jsonb, \
              \"payload_bytes\" bytea, \"headers\" jsonb NOT NULL, \"stream\" text NOT NULL, \"topic\" text NOT NULL, \
@@ -25,7 +56,7 @@ impl Layout {
              \"partition\", \"offset\", \"origin_timestamp\") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
              ON CONFLICT (\"id\") DO NOTHING"
         );
-        Layout { create, insert }
+        DefaultLayout { create, insert }
     }
 
     /// `CREATE TABLE IF NOT EXISTS` with the default layout.
@@ -39,12 +70,7 @@ impl Layout {
         let (payload, payload_bytes) = payload_values(&message.payload);
         let offset = i64::try_from(message.offset)
             .map_err(|_| format!("offset {} does not fit the int8 column `offset`", message.offset))?;
-        let origin_timestamp = match message.origin_timestamp {
-            None => Value::Null,
-            Some(micros) => Value::Timestamp(i64::try_from(micros).map_err(|_| {
-                format!("origin timestamp {micros} µs does not fit the timestamptz column `origin_timestamp`")
-            })?),
-        };
+        let origin_timestamp = origin_timestamp(message, "origin_timestamp")?;
         let params = vec![
             Value::Text(row_id(batch, message)),
             payload,
@@ -57,6 +83,16 @@ impl Layout {
             origin_timestamp,
         ];
         Ok(Statement { sql: self.insert.clone(), params })
+    }
+}
+
+/// The message's origin timestamp for the timestamptz `column`, or NULL.
+pub fn origin_timestamp(message: &StoredMessage, column: &str) -> Result<Value, String> {
+    match message.origin_timestamp {
+        None => Ok(Value::Null),
+        Some(micros) => i64::try_from(micros)
+            .map(Value::Timestamp)
+            .map_err(|_| format!("origin timestamp {micros} µs does not fit the timestamptz column `{column}`")),
     }
 }
 
@@ -86,16 +122,16 @@ fn is_jsonb(text: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use ferry_guest::HeaderValue;
 
     use super::*;
 
-    fn batch() -> SinkBatch {
+    pub(crate) fn batch() -> SinkBatch {
         SinkBatch { stream: "app".into(), topic: "orders".into(), partition: 3, messages: Vec::new() }
     }
 
-    fn message(id: u128, payload: &[u8]) -> StoredMessage {
+    pub(crate) fn message(id: u128, payload: &[u8]) -> StoredMessage {
         StoredMessage {
             offset: 41,
             id,
@@ -108,7 +144,7 @@ mod tests {
 
     #[test]
     fn the_statements_name_the_quoted_table_and_skip_ids_already_written() {
-        let layout = Layout::new(r#""audit"."Events""#);
+        let layout = DefaultLayout::new(r#""audit"."Events""#);
         assert!(
             layout
                 .create_table()
@@ -123,7 +159,7 @@ mod tests {
     #[test]
     fn a_json_payload_is_jsonb_and_every_column_has_its_value() {
         let id = u128::MAX;
-        let insert = Layout::new("\"t\"").insert(&batch(), &message(id, br#"{"total": 12.5}"#)).unwrap();
+        let insert = DefaultLayout::new("\"t\"").insert(&batch(), &message(id, br#"{"total": 12.5}"#)).unwrap();
         assert_eq!(
             insert.params,
             [
@@ -143,12 +179,12 @@ mod tests {
     #[test]
     fn a_payload_jsonb_would_refuse_is_kept_as_bytes() {
         for payload in [&b"not json"[..], b"", b"{\"a\": 1", &[0xff, 0xfe], br#""a\u0000b""#, b"1e400"] {
-            let insert = Layout::new("\"t\"").insert(&batch(), &message(1, payload)).unwrap();
+            let insert = DefaultLayout::new("\"t\"").insert(&batch(), &message(1, payload)).unwrap();
             assert_eq!(insert.params[1], Value::Null, "{payload:?}");
             assert_eq!(insert.params[2], Value::Bytes(payload.to_vec()), "{payload:?}");
         }
         for payload in [&b"42"[..], b"\"text\"", b" [1, null] ", b"null"] {
-            let insert = Layout::new("\"t\"").insert(&batch(), &message(1, payload)).unwrap();
+            let insert = DefaultLayout::new("\"t\"").insert(&batch(), &message(1, payload)).unwrap();
             assert_eq!(insert.params[1], Value::Json(String::from_utf8(payload.to_vec()).unwrap()), "{payload:?}");
             assert_eq!(insert.params[2], Value::Null);
         }
@@ -164,11 +200,11 @@ mod tests {
     fn values_postgres_cannot_hold_are_explained() {
         let mut far = message(1, b"x");
         far.offset = u64::MAX;
-        assert!(Layout::new("\"t\"").insert(&batch(), &far).unwrap_err().contains("offset"));
+        assert!(DefaultLayout::new("\"t\"").insert(&batch(), &far).unwrap_err().contains("offset"));
         let mut late = message(1, b"x");
         late.origin_timestamp = Some(u64::MAX);
-        assert!(Layout::new("\"t\"").insert(&batch(), &late).unwrap_err().contains("origin_timestamp"));
+        assert!(DefaultLayout::new("\"t\"").insert(&batch(), &late).unwrap_err().contains("origin_timestamp"));
         late.origin_timestamp = None;
-        assert_eq!(Layout::new("\"t\"").insert(&batch(), &late).unwrap().params[8], Value::Null);
+        assert_eq!(DefaultLayout::new("\"t\"").insert(&batch(), &late).unwrap().params[8], Value::Null);
     }
 }

@@ -72,7 +72,7 @@ fn failed<D>(sink: &PostgresSink<D>, error: &PgError) -> String {
             format!("; add `{}` to the connector's grants.postgres and define [postgres.{0}]", sink.connection)
         }
         PgError::Refused(refusal) if refusal.permanent && !is_about_the_row(refusal) => {
-            format!("; check that the table `{}` exists with the default layout and may be written", sink.table)
+            format!("; check that the table `{}` exists {} and may be written", sink.table, sink.layout.expected())
         }
         _ => String::new(),
     };
