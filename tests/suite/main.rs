@@ -20,6 +20,7 @@ mod postgres_capability;
 mod postgres_end_to_end;
 mod postgres_server;
 mod postgres_sink;
+mod postgres_sink_columns;
 mod postgres_source;
 mod process;
 mod sandbox;

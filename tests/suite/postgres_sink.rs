@@ -19,7 +19,13 @@ use serde_json::json;
 /// A `postgres-sink` `key` writing topic `orders` into table `orders` of `server`,
 /// its dead letters into topic `orders-dead`.
 fn sink(h: &Harness, server: &PgServer, key: &str) -> SinkConnector {
-    let mut sink = h.sink(key, POSTGRES_SINK, json!({ "connection": "db", "table": "orders" }), &["orders"]);
+    sink_with(h, server, key, json!({ "connection": "db", "table": "orders" }))
+}
+
+/// A `postgres-sink` `key` with `plugin_config`, whose `connection` `db` is `server`,
+/// reading topic `orders`, its dead letters into topic `orders-dead`.
+pub(crate) fn sink_with(h: &Harness, server: &PgServer, key: &str, plugin_config: serde_json::Value) -> SinkConnector {
+    let mut sink = h.sink(key, POSTGRES_SINK, plugin_config, &["orders"]);
     sink.dead_letters = Some(h.dead_letters("orders-dead"));
     sink.sandbox.grants.postgres = vec!["db".into()];
     let servers = BTreeMap::from([("db".to_string(), server.ferry_server(h.dir.path(), "db", PASSWORD))]);
@@ -39,7 +45,7 @@ async fn create_orders(server: &PgServer, check: &str) {
 }
 
 /// Wait until `running`'s sink `key` stored its position at `end` of `orders`.
-async fn wait_written(running: &mut Running, key: &str, end: u64) {
+pub(crate) async fn wait_written(running: &mut Running, key: &str, end: u64) {
     running
         .wait_for(&format!("{key} to write up to {end}"), |e| {
             matches!(e, Event::Written { key: k, topic, end: e, .. } if **k == *key && topic == "orders" && *e == end)
@@ -48,7 +54,7 @@ async fn wait_written(running: &mut Running, key: &str, end: u64) {
 }
 
 /// Run `sink` until it stored its position past offset `end - 1` of `orders`.
-async fn drain(h: &Harness, sink: SinkConnector, end: u64) {
+pub(crate) async fn drain(h: &Harness, sink: SinkConnector, end: u64) {
     let key = sink.key.to_string();
     let mut running = Running::start(h.host_with(Vec::new(), vec![sink]));
     wait_written(&mut running, &key, end).await;
