@@ -4,15 +4,20 @@
 //! A batch is one transaction of one `INSERT ... ON CONFLICT ("id") DO NOTHING` per
 //! message (`row.rs` has the layout), and is acknowledged only once that transaction
 //! committed. A batch written again (after a retry, a crash, a restart) inserts
-//! nothing new: its ids are already there.
+//! nothing new: its ids are already there. With `columns`, a message's metadata and
+//! payload fields go into columns of the operator's own table instead (`mapped.rs`),
+//! `ON CONFLICT (conflict_columns) DO NOTHING`, or `DO UPDATE` with `upsert`.
 //!
-//! `plugin_config`:
+//! `plugin_config` (`columns.rs` checks the mapping):
 //!
-//! | key            | default  | meaning                                                           |
-//! |----------------|----------|-------------------------------------------------------------------|
-//! | `connection`   | required | the `[postgres.NAME]` granted to the connector                    |
-//! | `table`        | required | `table` or `schema.table`, taken literally (quoted by the connector) |
-//! | `create_table` | `false`  | create the table with the default layout on open, if missing      |
+//! | key                | default         | meaning                                                        |
+//! |--------------------|-----------------|----------------------------------------------------------------|
+//! | `connection`       | required        | the `[postgres.NAME]` granted to the connector                 |
+//! | `table`            | required        | `table` or `schema.table`, taken literally (quoted by the connector) |
+//! | `create_table`     | `false`         | create the table with the default layout on open, if missing (not with `columns`) |
+//! | `columns`          | none            | `{ column = "source" }`: `@id`, `@stream`, `@topic`, `@partition`, `@offset`, `@origin_timestamp`, `@headers`, `@payload`, a payload field (`customer`) or a JSON pointer (`/details/items/0`) |
+//! | `conflict_columns` | the `@id` columns | mapped columns a unique index covers: a message written again collides on them |
+//! | `upsert`           | `false`         | on a collision, set the other mapped columns to the message's values |
 //!
 //! What becomes of a batch (`write.rs`): a message the server refuses for good
 //! (a data or integrity error, SQLSTATE classes 22 and 23) is taken out and the rest
