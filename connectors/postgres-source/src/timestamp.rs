@@ -5,44 +5,42 @@
 /// Years outside 0000–9999 (PostgreSQL has 4713 BC to 294276 AD) are written with a
 /// sign and six digits, as ISO 8601's expanded years: `+294276-12-31T...`.
 ///
-/// The digits are written by hand: a row's timestamps are formatted once per row,
-/// and `format!` with padded fields made this the costliest part of a message.
+/// The digits are put into a template by hand: a timestamp is formatted for every
+/// row, and `format!` with padded fields made it the costliest part of a message.
 pub fn write_rfc3339(out: &mut Vec<u8>, micros: i64) {
     const MICROS_PER_DAY: i64 = 86_400_000_000;
-    let days = micros.div_euclid(MICROS_PER_DAY);
     let of_day = micros.rem_euclid(MICROS_PER_DAY) as u64;
-    let (year, month, day) = civil_from_days(days);
+    let (year, month, day) = civil_from_days(micros.div_euclid(MICROS_PER_DAY));
     let seconds = of_day / 1_000_000;
     if (0..=9999).contains(&year) {
-        digits(out, year as u64, 4);
+        let mut text = *b"0000";
+        put(&mut text, year as u64);
+        out.extend_from_slice(&text);
     } else {
-        out.push(if year < 0 { b'-' } else { b'+' });
-        digits(out, year.unsigned_abs(), 6);
+        // Six digits hold every year an i64 of microseconds reaches (±292,277).
+        let mut text = *b"+000000";
+        if year < 0 {
+            text[0] = b'-';
+        }
+        put(&mut text[1..], year.unsigned_abs());
+        out.extend_from_slice(&text);
     }
-    for (separator, value, width) in [
-        (b'-', u64::from(month), 2),
-        (b'-', u64::from(day), 2),
-        (b'T', seconds / 3600, 2),
-        (b':', seconds / 60 % 60, 2),
-        (b':', seconds % 60, 2),
-        (b'.', of_day % 1_000_000, 6),
-    ] {
-        out.push(separator);
-        digits(out, value, width);
-    }
-    out.push(b'Z');
+    let mut text = *b"-00-00T00:00:00.000000Z";
+    put(&mut text[1..3], u64::from(month));
+    put(&mut text[4..6], u64::from(day));
+    put(&mut text[7..9], seconds / 3600);
+    put(&mut text[10..12], seconds / 60 % 60);
+    put(&mut text[13..15], seconds % 60);
+    put(&mut text[16..22], of_day % 1_000_000);
+    out.extend_from_slice(&text);
 }
 
-/// `value` in decimal, zero-padded to `width` digits (more if it needs them).
-fn digits(out: &mut Vec<u8>, value: u64, width: usize) {
-    let mut buffer = [b'0'; 20];
-    let (mut rest, mut start) = (value, buffer.len());
-    while rest > 0 {
-        start -= 1;
-        buffer[start] = b'0' + (rest % 10) as u8;
-        rest /= 10;
+/// The last `slot.len()` decimal digits of `value` into `slot`, zero-padded.
+fn put(slot: &mut [u8], mut value: u64) {
+    for byte in slot.iter_mut().rev() {
+        *byte = b'0' + (value % 10) as u8;
+        value /= 10;
     }
-    out.extend_from_slice(&buffer[start.min(buffer.len() - width)..]);
 }
 
 /// The proleptic Gregorian date `days` after 1970-01-01, by Howard Hinnant's
