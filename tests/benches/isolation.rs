@@ -31,7 +31,7 @@ use ferry_tests::harness::{MemoryCursor, Running, quick_settings};
 use serde_json::json;
 
 fn main() {
-    let scale: f64 = std::env::var("FERRY_BENCH_SCALE").ok().and_then(|s| s.parse().ok()).unwrap_or(1.0);
+    let scale = ferry_tests::bench::scale();
     let scaled = |n: u64| ((n as f64 * scale) as u64).max(10);
     let tokio = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
 

@@ -37,33 +37,23 @@ use std::time::{Duration, Instant};
 use ferry::batch::Message;
 use ferry::config::{DirGrant, StreamConfig};
 use ferry::delivery::{Delivery, LogMark, Receipt, Target};
-use ferry::host::Host;
 use ferry::iggy::{IggyInput, IggyTarget, Reading};
 use ferry::local_log::{LocalLog, LocalLogInput, TopicReader, headers_from_json};
 use ferry::runtime::{Runtime, Sandbox, SinkWorld};
 use ferry::sink::{Input, SinkConnector, SinkSettings};
 use ferry::state::{CursorStore, StateDir};
-use ferry::status::Event;
+use ferry_tests::bench::{Measured, Rounds, compare, time_sink};
 use ferry_tests::components::{FAULTY_SINK, FILE_SINK};
-use ferry_tests::harness::{Running, quick_sink_settings};
+use ferry_tests::harness::quick_sink_settings;
 use ferry_tests::iggy_server::{IggyServer, PASSWORD, live_server};
-use iggy::prelude::{
-    Consumer, ConsumerGroupClient, ConsumerOffsetClient, Identifier, IggyMessage, MessageClient, Partitioning,
-    PollingStrategy, StreamClient, TopicClient, TopicCreateOptions,
-};
+use iggy::prelude::{IggyMessage, MessageClient, Partitioning};
 use serde_json::json;
 
 const SHAPES: &[(u32, usize)] = &[(100, 100), (1000, 100), (1000, 1000)];
 const MESSAGES: u64 = 200_000;
 
-struct Measured {
-    messages: u64,
-    batches: u64,
-    elapsed: Duration,
-}
-
 fn main() {
-    let scale: f64 = std::env::var("FERRY_BENCH_SCALE").ok().and_then(|s| s.parse().ok()).unwrap_or(1.0);
+    let scale = ferry_tests::bench::scale();
     let tokio = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     let runtime = Arc::new(Runtime::new().expect("runtime"));
     println!(
@@ -114,57 +104,10 @@ fn main() {
     }
 }
 
-/// How many times each side runs: the machine is noisy (a VM sharing its disk), so
-/// each side runs `ROUNDS` times, the two taking turns to go first, and the median
-/// of each is compared.
-const ROUNDS: u32 = 3;
-
-/// The median runs of `ferry` and of `native` (each given its round, for names of
-/// its own), and the ratio of each round's pair.
-fn compare(mut ferry: impl FnMut(u32) -> Measured, mut native: impl FnMut(u32) -> Measured) -> (Rounds, Rounds) {
-    let (mut ferries, mut natives) = (Vec::new(), Vec::new());
-    for run in 0..ROUNDS {
-        if run % 2 == 0 {
-            ferries.push(ferry(run));
-            natives.push(native(run));
-        } else {
-            natives.push(native(run));
-            ferries.push(ferry(run));
-        }
-    }
-    let pairs: Vec<f64> = ferries.iter().zip(&natives).map(|(f, n)| f.rate() / n.rate()).collect();
-    (Rounds::of(ferries, pairs.clone()), Rounds::of(natives, pairs))
-}
-
-/// The median of a side's runs, and the ratios of the rounds' pairs.
-struct Rounds {
-    median: Measured,
-    pairs: Vec<f64>,
-}
-
-impl Rounds {
-    fn of(mut runs: Vec<Measured>, pairs: Vec<f64>) -> Rounds {
-        runs.sort_by(|a, b| a.rate().total_cmp(&b.rate()));
-        Rounds { median: runs.swap_remove(runs.len() / 2), pairs }
-    }
-}
-
-impl Measured {
-    fn rate(&self) -> f64 {
-        self.messages as f64 / self.elapsed.as_secs_f64()
-    }
-}
-
 /// `messages` messages of `payload` bytes in `bench/topic` of `server` (one partition).
 async fn fill_iggy(server: &IggyServer, topic: &str, messages: u64, payload: usize) {
     let client = server.client().await;
-    let stream = Identifier::named("bench").unwrap();
-    if client.get_stream(&stream).await.unwrap().is_none() {
-        client.create_stream("bench").await.unwrap();
-    }
-    let options = TopicCreateOptions { partitions_count: Some(1), ..Default::default() };
-    client.create_topic(&stream, topic, &options).await.unwrap();
-    let topic = Identifier::named(topic).unwrap();
+    let (stream, topic) = IggyServer::create_topic(&client, "bench", topic).await;
     let text = "x".repeat(payload.saturating_sub(24));
     for start in (0..messages).step_by(1000) {
         let mut chunk: Vec<IggyMessage> = (start..(start + 1000).min(messages))
@@ -189,21 +132,14 @@ async fn native_consumer(
     messages: u64,
     run: u32,
 ) -> Measured {
-    let client = server.client().await;
-    let (stream, topic_id) = (Identifier::named("bench").unwrap(), Identifier::named(topic).unwrap());
-    let group = format!("native-{kind}-{run}");
-    client.create_consumer_group(&stream, &topic_id, &group).await.unwrap();
-    let group = Identifier::named(&group).unwrap();
-    client.join_consumer_group(&stream, &topic_id, &group).await.unwrap();
-    let consumer = Consumer::group(group);
+    let consumer = server.join_group("bench", topic, &format!("native-{kind}-{run}")).await;
     let mut file = (kind == "file").then(|| {
         let path = dir.join(format!("iggy-native-{kind}-{batch}-{run}.jsonl"));
         std::fs::OpenOptions::new().create(true).append(true).open(path).unwrap()
     });
     let (mut read, mut batches, mut start) = (0u64, 0u64, None);
     while read < messages {
-        let next = PollingStrategy::next();
-        let polled = client.poll_messages(&stream, &topic_id, None, &consumer, &next, batch, false).await.unwrap();
+        let polled = consumer.poll(batch).await;
         let Some(last) = polled.messages.last() else { panic!("the topic holds {messages}, and {read} were read") };
         if let Some(file) = &mut file {
             let mut lines = Vec::with_capacity(polled.messages.len() * 256);
@@ -222,8 +158,7 @@ async fn native_consumer(
             }
             write_synced(file, &lines);
         }
-        let partition = Some(polled.partition_id);
-        client.store_consumer_offset(&consumer, &stream, &topic_id, partition, last.header.offset).await.unwrap();
+        consumer.store(polled.partition_id, last.header.offset).await;
         read += polled.messages.len() as u64;
         if start.is_none() {
             start = Some(Instant::now());
@@ -300,16 +235,8 @@ async fn drain(
         input,
         dead_letters: None,
     };
-    let mut host = Host::new(runtime.clone());
-    host.add_sink(connector, None);
-    let mut running = Running::start(host);
-    running.wait_for("the first batch", |e| matches!(e, Event::Written { .. })).await;
-    let start = Instant::now();
-    running.wait_for("the last batch", |e| matches!(e, Event::Written { end, .. } if *end == messages)).await;
-    let elapsed = start.elapsed();
-    running.stop().await;
-    let batches = messages.div_ceil(u64::from(batch)) - 1;
-    Measured { messages: messages - u64::from(batch), batches, elapsed }
+    let elapsed = time_sink(runtime, connector, messages).await;
+    Measured::after_first(messages, u64::from(batch), elapsed)
 }
 
 /// The same work without wasm: read each batch with the same reader, write it (or
@@ -389,10 +316,7 @@ fn write_synced(file: &mut std::fs::File, lines: &[u8]) {
 /// lowest and highest ratio of a round's pair.
 fn print_pair(kind: &str, prefix: &str, batch: u32, payload: usize, ferry: &Rounds, native: &Rounds) {
     print_row(&format!("{prefix}ferry-{kind}"), batch, payload, &ferry.median, String::new());
-    let low = native.pairs.iter().copied().fold(f64::INFINITY, f64::min);
-    let high = native.pairs.iter().copied().fold(0.0, f64::max);
-    let ratio = format!("{:.2} ({low:.2}-{high:.2})", ferry.median.rate() / native.median.rate());
-    print_row(&format!("{prefix}native-{kind}"), batch, payload, &native.median, ratio);
+    print_row(&format!("{prefix}native-{kind}"), batch, payload, &native.median, Rounds::ratio(ferry, native));
 }
 
 fn print_row(name: &str, batch: u32, payload: usize, m: &Measured, ratio: String) {
@@ -405,7 +329,7 @@ fn print_row(name: &str, batch: u32, payload: usize, m: &Measured, ratio: String
         m.batches,
         m.rate(),
         (m.messages as f64 * payload as f64) / seconds / 1e6,
-        seconds * 1e6 / m.batches as f64,
+        m.micros_per_batch(),
         ratio,
     );
 }

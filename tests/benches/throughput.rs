@@ -24,27 +24,19 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ferry::config::StreamConfig;
 use ferry::delivery::{NullTarget, Target};
-use ferry::host::Host;
 use ferry::iggy::IggyTarget;
 use ferry::local_log::LocalLog;
 use ferry::runtime::{Runtime, SourceComponent};
 use ferry::source::SourceConnector;
 use ferry::state::{CursorStore, StateDir};
-use ferry::status::Event;
+use ferry_tests::bench::{Measured, time_source};
 use ferry_tests::components::RANDOM_SOURCE;
-use ferry_tests::harness::{MemoryCursor, Running, quick_settings};
-use ferry_tests::iggy_server::{IggyServer, PASSWORD};
+use ferry_tests::harness::{MemoryCursor, quick_settings};
+use ferry_tests::iggy_server::{IggyServer, PASSWORD, created_stream};
 
 const SHAPES: &[(u64, usize)] =
     &[(1, 100), (10, 100), (100, 100), (1000, 100), (100, 1000), (1000, 1000), (100, 10_000)];
-
-struct Measured {
-    messages: u64,
-    batches: u64,
-    elapsed: Duration,
-}
 
 async fn measure(
     runtime: &Arc<Runtime>,
@@ -80,31 +72,14 @@ async fn measure_into(
         plugin_config:
             serde_json::json!({ "messages_per_batch": batch, "payload_size": payload, "max_count": max_count })
                 .to_string(),
-        streams: vec![{
-            let mut stream = StreamConfig::new("bench", key.clone());
-            stream.create = Some(ferry::config::CreateTopic {
-                partitions: 1,
-                retention: None,
-                enforce_fsync: None,
-                messages_required_to_save: None,
-            });
-            stream
-        }]
-        .into(),
+        streams: vec![created_stream("bench", &key)].into(),
         settings,
         sandbox: Default::default(),
         target,
         cursor,
     };
-    let mut host = Host::new(runtime.clone());
-    host.add_source(connector, None);
-    let mut running = Running::start(host);
-    running.wait_for("the first ACK", |e| matches!(e, Event::Acked { .. })).await;
-    let start = Instant::now();
-    running.wait_idle(&key).await;
-    let elapsed = start.elapsed();
-    running.stop().await;
-    Measured { messages: max_count - batch, batches: batches - 1, elapsed }
+    let elapsed = time_source(runtime, connector).await;
+    Measured::after_first(max_count, batch, elapsed)
 }
 
 fn rss_mib(field: &str) -> f64 {
@@ -119,7 +94,7 @@ fn rss_mib(field: &str) -> f64 {
 }
 
 fn main() {
-    let scale: f64 = std::env::var("FERRY_BENCH_SCALE").ok().and_then(|s| s.parse().ok()).unwrap_or(1.0);
+    let scale = ferry_tests::bench::scale();
     let tokio = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     let runtime = Arc::new(Runtime::new().expect("runtime"));
     let component = runtime.load_source(std::path::Path::new(RANDOM_SOURCE)).expect("the random source loads");
@@ -188,27 +163,17 @@ fn print_row(name: &str, batch: u64, payload: usize, m: &Measured) {
         batch,
         payload,
         m.batches,
-        m.messages as f64 / seconds,
+        m.rate(),
         (m.messages as f64 * payload as f64) / seconds / 1e6,
-        seconds * 1e6 / m.batches as f64,
+        m.micros_per_batch(),
     );
 }
 
 /// The plain producer Ferry is measured against: one connection, each batch awaited.
 async fn native_producer(server: &IggyServer, topic: &str, batch: u64, payload: usize, batches: u64) -> Measured {
-    use iggy::prelude::{
-        Identifier, IggyMessage, MessageClient, Partitioning, StreamClient, TopicClient, TopicCreateOptions,
-    };
+    use iggy::prelude::{IggyMessage, MessageClient, Partitioning};
     let client = server.client().await;
-    let stream = Identifier::named("bench").unwrap();
-    if client.get_stream(&stream).await.unwrap().is_none() {
-        client.create_stream("bench").await.unwrap();
-    }
-    client
-        .create_topic(&stream, topic, &TopicCreateOptions { partitions_count: Some(1), ..Default::default() })
-        .await
-        .unwrap();
-    let topic_id = Identifier::named(topic).unwrap();
+    let (stream, topic_id) = IggyServer::create_topic(&client, "bench", topic).await;
     let text = "x".repeat(payload.saturating_sub(24));
     let mut seq = 0u64;
     let mut make = || -> Vec<IggyMessage> {

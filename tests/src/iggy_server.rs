@@ -13,7 +13,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use iggy::prelude::{
-    Client, Consumer, Identifier, IggyClient, IggyMessage, MessageClient, PollingStrategy, TopicClient, UserClient,
+    Client, Consumer, ConsumerGroupClient, ConsumerOffsetClient, Identifier, IggyClient, IggyMessage, MessageClient,
+    PolledMessages, PollingStrategy, StreamClient, TopicClient, TopicCreateOptions, UserClient,
 };
 
 use crate::free_port;
@@ -175,6 +176,56 @@ impl IggyServer {
     pub fn data_dir(&self) -> &Path {
         self.data.path()
     }
+
+    /// A new topic `stream/topic` of one partition, made by `client` (the stream too,
+    /// if it does not exist yet); its identifiers.
+    pub async fn create_topic(client: &IggyClient, stream: &str, topic: &str) -> (Identifier, Identifier) {
+        let stream_id = Identifier::named(stream).unwrap();
+        if client.get_stream(&stream_id).await.expect("get_stream").is_none() {
+            client.create_stream(stream).await.expect("create_stream");
+        }
+        let options = TopicCreateOptions { partitions_count: Some(1), ..Default::default() };
+        client.create_topic(&stream_id, topic, &options).await.expect("create_topic");
+        (stream_id, Identifier::named(topic).unwrap())
+    }
+
+    /// A plain consumer of `stream/topic` in a new consumer group `group`, joined,
+    /// with auto-commit off: what the benchmarks' native sides read with.
+    pub async fn join_group(&self, stream: &str, topic: &str, group: &str) -> GroupConsumer {
+        let client = self.client().await;
+        let (stream, topic) = (Identifier::named(stream).unwrap(), Identifier::named(topic).unwrap());
+        client.create_consumer_group(&stream, &topic, group).await.expect("create_consumer_group");
+        let group = Identifier::named(group).unwrap();
+        client.join_consumer_group(&stream, &topic, &group).await.expect("join_consumer_group");
+        GroupConsumer { client, stream, topic, consumer: Consumer::group(group) }
+    }
+}
+
+/// A consumer in a group of its own (see [`IggyServer::join_group`]).
+pub struct GroupConsumer {
+    client: IggyClient,
+    stream: Identifier,
+    topic: Identifier,
+    consumer: Consumer,
+}
+
+impl GroupConsumer {
+    /// The next (at most) `count` messages for the group, without storing its offset.
+    pub async fn poll(&self, count: u32) -> PolledMessages {
+        let next = PollingStrategy::next();
+        self.client
+            .poll_messages(&self.stream, &self.topic, None, &self.consumer, &next, count, false)
+            .await
+            .expect("poll_messages")
+    }
+
+    /// Store the group's offset in `partition`: `offset` (the last message read) is done.
+    pub async fn store(&self, partition: u32, offset: u64) {
+        self.client
+            .store_consumer_offset(&self.consumer, &self.stream, &self.topic, Some(partition), offset)
+            .await
+            .expect("store_consumer_offset");
+    }
 }
 
 impl Drop for IggyServer {
@@ -197,16 +248,27 @@ impl IggyServer {
     }
 }
 
-/// A stream/topic entry that creates a one-partition topic written to disk and
-/// fsynced at every send, so that what the server acknowledged survives the server
-/// being killed (by default it acknowledges what it only holds in memory).
-pub fn durable_stream(stream: &str, topic: &str) -> ferry::config::StreamConfig {
+/// A stream/topic entry that creates a one-partition topic with the server's own
+/// defaults for keeping it (in memory, written to disk as the server sees fit).
+pub fn created_stream(stream: &str, topic: &str) -> ferry::config::StreamConfig {
     let mut config = ferry::config::StreamConfig::new(stream, topic);
     config.create = Some(ferry::config::CreateTopic {
         partitions: 1,
         retention: None,
-        enforce_fsync: Some(true),
-        messages_required_to_save: Some(1),
+        enforce_fsync: None,
+        messages_required_to_save: None,
     });
+    config
+}
+
+/// A stream/topic entry that creates a one-partition topic written to disk and
+/// fsynced at every send, so that what the server acknowledged survives the server
+/// being killed (by default it acknowledges what it only holds in memory).
+pub fn durable_stream(stream: &str, topic: &str) -> ferry::config::StreamConfig {
+    let mut config = created_stream(stream, topic);
+    if let Some(create) = &mut config.create {
+        create.enforce_fsync = Some(true);
+        create.messages_required_to_save = Some(1);
+    }
     config
 }

@@ -3,6 +3,7 @@
 //! targets and state stores, a capture of the log, and ways to wait for events
 //! instead of sleeping.
 
+pub mod bench;
 pub mod faults;
 pub mod harness;
 pub mod iggy_server;

@@ -21,32 +21,55 @@ use ferry_guest::Error;
 use ferry_guest::bindings::iggy::connector::postgres::Value;
 use serde::de::IgnoredAny;
 
-use crate::timestamp::rfc3339;
+use crate::timestamp::write_rfc3339;
 
-/// The JSON object of one row.
-pub fn to_json(columns: &[String], row: &[Value]) -> Result<Vec<u8>, Error> {
-    if columns.len() != row.len() {
-        return Err(Error::msg(format!("a row has {} values for {} columns", row.len(), columns.len())));
+/// The rows of one result as JSON objects, `{"column": value, ...}`: the column
+/// names are escaped once for all the rows (escaping them for every row took a
+/// sizeable share of a batch).
+pub struct Objects<'a> {
+    columns: &'a [String],
+    /// Each column's name as an object key, `"name":`.
+    keys: Vec<Vec<u8>>,
+}
+
+impl<'a> Objects<'a> {
+    pub fn new(columns: &'a [String]) -> Objects<'a> {
+        let keys = columns
+            .iter()
+            .map(|column| {
+                let mut key = Vec::with_capacity(column.len() + 3);
+                write_string(&mut key, column);
+                key.push(b':');
+                key
+            })
+            .collect();
+        Objects { columns, keys }
     }
-    let mut out = Vec::with_capacity(64 * columns.len());
-    out.push(b'{');
-    for (index, (column, value)) in columns.iter().zip(row).enumerate() {
-        if index > 0 {
-            out.push(b',');
+
+    /// The JSON object of one row.
+    pub fn to_json(&self, row: &[Value]) -> Result<Vec<u8>, Error> {
+        if self.columns.len() != row.len() {
+            return Err(Error::msg(format!("a row has {} values for {} columns", row.len(), self.columns.len())));
         }
-        write_string(&mut out, column);
-        out.push(b':');
-        write_value(&mut out, column, value)?;
+        let mut out = Vec::with_capacity(64 * self.columns.len());
+        out.push(b'{');
+        for (index, ((column, key), value)) in self.columns.iter().zip(&self.keys).zip(row).enumerate() {
+            if index > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(key);
+            write_value(&mut out, column, value)?;
+        }
+        out.push(b'}');
+        Ok(out)
     }
-    out.push(b'}');
-    Ok(out)
 }
 
 fn write_value(out: &mut Vec<u8>, column: &str, value: &Value) -> Result<(), Error> {
     match value {
         Value::Null => out.extend_from_slice(b"null"),
         Value::Boolean(v) => out.extend_from_slice(if *v { b"true" } else { b"false" }),
-        Value::Int(v) => out.extend_from_slice(v.to_string().as_bytes()),
+        Value::Int(v) => serde_json::to_writer(&mut *out, v).expect("an integer always serializes"),
         Value::Float(v) if v.is_finite() => {
             serde_json::to_writer(&mut *out, v).map_err(|e| Error::msg(format!("column `{column}`: {e}")))?
         }
@@ -61,13 +84,26 @@ fn write_value(out: &mut Vec<u8>, column: &str, value: &Value) -> Result<(), Err
                 .map_err(|e| Error::msg(format!("column `{column}` holds json that does not parse: {e}")))?;
             out.extend_from_slice(document.trim().as_bytes());
         }
-        Value::Timestamp(micros) => write_string(out, &rfc3339(*micros)),
+        Value::Timestamp(micros) => {
+            // Digits and ASCII punctuation only: nothing to escape.
+            out.push(b'"');
+            write_rfc3339(out, *micros);
+            out.push(b'"');
+        }
     }
     Ok(())
 }
 
 fn write_string(out: &mut Vec<u8>, text: &str) {
-    serde_json::to_writer(out, text).expect("a string always serializes");
+    // Most text has nothing JSON escapes (control characters, `"`, `\`): it is then
+    // copied as it is, which is what serde_json would write, at a fraction of the cost.
+    if text.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.push(b'"');
+        out.extend_from_slice(text.as_bytes());
+        out.push(b'"');
+    } else {
+        serde_json::to_writer(out, text).expect("a string always serializes");
+    }
 }
 
 #[cfg(test)]
@@ -78,6 +114,10 @@ mod tests {
 
     fn columns(names: &[&str]) -> Vec<String> {
         names.iter().map(|n| n.to_string()).collect()
+    }
+
+    fn to_json(columns: &[String], row: &[Value]) -> Result<Vec<u8>, Error> {
+        Objects::new(columns).to_json(row)
     }
 
     #[test]
@@ -123,6 +163,17 @@ mod tests {
         assert!(error.message().contains("column `doc`"), "{error}");
         let error = to_json(&columns(&["a", "b"]), &[Value::Int(1)]).unwrap_err();
         assert!(error.message().contains("1 values for 2 columns"), "{error}");
+    }
+
+    #[test]
+    fn text_is_written_as_serde_json_writes_it() {
+        let texts =
+            ["", "plain", "é ü 漢字 🦀", "tab\there", "\"", "back\\slash", "\u{7f}", "\u{1f}", "nul\0", "a\u{2028}b"];
+        for text in texts {
+            let mut out = Vec::new();
+            write_string(&mut out, text);
+            assert_eq!(String::from_utf8(out).unwrap(), serde_json::to_string(text).unwrap(), "{text:?}");
+        }
     }
 
     #[test]

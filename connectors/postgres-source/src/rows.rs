@@ -43,11 +43,12 @@ impl Reader {
             return Ok(None);
         };
         let at = self.locate(&rows.columns)?;
+        let objects = record::Objects::new(&rows.columns);
         let mut messages = Vec::with_capacity(rows.rows.len());
         let mut delivered = Vec::new();
         for row in &rows.rows {
             // First, as it checks that the row has a value for every column.
-            let payload = record::to_json(&rows.columns, row)?;
+            let payload = objects.to_json(row)?;
             let key = Key::from_value(&row[at.primary_key], &self.primary_key)?;
             messages.push(
                 Message::new(payload)

@@ -1,0 +1,119 @@
+//! What the benchmarks (`tests/benches/`) share: their scale, a run's figures, the
+//! rounds that set ferry against a native program in the same process, and timing
+//! a connector in a host of its own from its first settled batch to its last.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ferry::host::Host;
+use ferry::runtime::Runtime;
+use ferry::sink::SinkConnector;
+use ferry::source::SourceConnector;
+use ferry::status::Event;
+
+use crate::harness::Running;
+
+/// `FERRY_BENCH_SCALE` (1 by default): the share of the full workload to run,
+/// `0.1` for a quick look.
+pub fn scale() -> f64 {
+    std::env::var("FERRY_BENCH_SCALE").ok().and_then(|s| s.parse().ok()).unwrap_or(1.0)
+}
+
+/// One run: how many messages (or rows) in how many batches took how long. The
+/// first batch is left out of every run (connecting, preparing, opening files), so
+/// both sides are timed in their steady state.
+pub struct Measured {
+    pub messages: u64,
+    pub batches: u64,
+    pub elapsed: Duration,
+}
+
+impl Measured {
+    /// A run over `total` messages in batches of `batch`, timed from the end of the
+    /// first batch.
+    pub fn after_first(total: u64, batch: u64, elapsed: Duration) -> Measured {
+        Measured { messages: total - batch, batches: total.div_ceil(batch) - 1, elapsed }
+    }
+
+    /// Messages per second.
+    pub fn rate(&self) -> f64 {
+        self.messages as f64 / self.elapsed.as_secs_f64()
+    }
+
+    /// Microseconds per batch.
+    pub fn micros_per_batch(&self) -> f64 {
+        self.elapsed.as_secs_f64() * 1e6 / self.batches as f64
+    }
+}
+
+/// How many times each side runs: the machine is noisy (a VM sharing its disk), so
+/// each side runs `ROUNDS` times, the two taking turns to go first, and the median
+/// of each is compared.
+pub const ROUNDS: u32 = 3;
+
+/// The median runs of `ferry` and of `native` (each given its round, for names of
+/// its own), and the ratio of each round's pair.
+pub fn compare(mut ferry: impl FnMut(u32) -> Measured, mut native: impl FnMut(u32) -> Measured) -> (Rounds, Rounds) {
+    let (mut ferries, mut natives) = (Vec::new(), Vec::new());
+    for run in 0..ROUNDS {
+        if run % 2 == 0 {
+            ferries.push(ferry(run));
+            natives.push(native(run));
+        } else {
+            natives.push(native(run));
+            ferries.push(ferry(run));
+        }
+    }
+    let pairs: Vec<f64> = ferries.iter().zip(&natives).map(|(f, n)| f.rate() / n.rate()).collect();
+    (Rounds::of(ferries, pairs.clone()), Rounds::of(natives, pairs))
+}
+
+/// The median of a side's runs, and the ratios of the rounds' pairs.
+pub struct Rounds {
+    pub median: Measured,
+    pub pairs: Vec<f64>,
+}
+
+impl Rounds {
+    fn of(mut runs: Vec<Measured>, pairs: Vec<f64>) -> Rounds {
+        runs.sort_by(|a, b| a.rate().total_cmp(&b.rate()));
+        Rounds { median: runs.swap_remove(runs.len() / 2), pairs }
+    }
+
+    /// `ferry / native` of the medians, then the lowest and highest ratio of a
+    /// round's pair: `0.91 (0.85-0.97)`.
+    pub fn ratio(ferry: &Rounds, native: &Rounds) -> String {
+        let low = native.pairs.iter().copied().fold(f64::INFINITY, f64::min);
+        let high = native.pairs.iter().copied().fold(0.0, f64::max);
+        format!("{:.2} ({low:.2}-{high:.2})", ferry.median.rate() / native.median.rate())
+    }
+}
+
+/// Run `connector` alone in a host until it goes idle (it has nothing more to
+/// deliver); the time from its first ACK to then.
+pub async fn time_source(runtime: &Arc<Runtime>, connector: SourceConnector) -> Duration {
+    let key = connector.key.to_string();
+    let mut host = Host::new(runtime.clone());
+    host.add_source(connector, None);
+    let mut running = Running::start(host);
+    running.wait_for("the first ACK", |e| matches!(e, Event::Acked { .. })).await;
+    let start = Instant::now();
+    running.wait_idle(&key).await;
+    let elapsed = start.elapsed();
+    running.stop().await;
+    elapsed
+}
+
+/// Run `connector` alone in a host until it stored the position `end` (the offset
+/// after the last message to read); the time from its first settled batch to then.
+pub async fn time_sink(runtime: &Arc<Runtime>, connector: SinkConnector, end: u64) -> Duration {
+    let mut host = Host::new(runtime.clone());
+    host.add_sink(connector, None);
+    let mut running = Running::start(host);
+    running.wait_for("the first batch", |e| matches!(e, Event::Written { .. })).await;
+    let start = Instant::now();
+    running.wait_for("the last batch", |e| matches!(e, Event::Written { end: e, .. } if *e == end)).await;
+    let elapsed = start.elapsed();
+    running.stop().await;
+    elapsed
+}
