@@ -103,6 +103,7 @@
 //! Build with `cargo build --target wasm32-wasip2` (or `cargo component build`); on a
 //! machine without that target, see the Ferry README for the fallback toolchain.
 
+mod alloc;
 pub mod bindings;
 mod driver;
 mod error;
@@ -118,6 +119,7 @@ mod stored;
 #[doc(hidden)]
 pub mod __glue;
 
+pub use alloc::Recycling;
 pub use driver::{Driver, Settled};
 pub use error::Error;
 pub use json::headers_json;
@@ -126,6 +128,12 @@ pub use sink::{Rejected, Sink, Written};
 pub use sink_driver::{Answer, SinkDriver};
 pub use source::{Batch, Nack, NackReason, Source};
 pub use stored::{SinkBatch, StoredMessage};
+
+/// Every guest built with the SDK recycles its small blocks (see `alloc.rs`); a
+/// connector with an allocator of its own turns the `recycling-allocator` feature off.
+#[cfg(all(feature = "recycling-allocator", target_family = "wasm", not(target_feature = "atomics")))]
+#[global_allocator]
+static ALLOCATOR: Recycling = Recycling::new();
 
 /// Export a [`Source`] implementation as the component's `source` interface.
 ///

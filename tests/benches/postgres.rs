@@ -63,7 +63,8 @@
 //!
 //! The sinks write 100,000 messages a run (they move fewer rows a second). With
 //! `FERRY_BENCH_SCALE=0.1` everything moves a tenth of that (a quick look; at
-//! least 20,000 rows).
+//! least 20,000 rows). `FERRY_BENCH_ONLY=pg→log,pg→iggy` runs only the rows named
+//! (a sink reads what its source's first ferry round wrote: keep the source).
 
 use std::collections::BTreeMap;
 use std::error::Error;
@@ -123,7 +124,7 @@ fn main() {
         "rows", "side", "batch", "rows", "batches", "rows/s", "µs/batch"
     );
 
-    for &batch in SOURCE_BATCHES {
+    for &batch in SOURCE_BATCHES.iter().filter(|_| bench::wanted("pg→log")) {
         let (ferry, native) = compare(
             |run| b.ferry_source(&Out::Log, batch, rows, run),
             |run| b.native_source(&Out::Log, batch, rows, run),
@@ -134,7 +135,7 @@ fn main() {
     // The sinks read what the first ferry round of the first batch size delivered.
     let from = run_name("log", "ferry", SOURCE_BATCHES[0], 0);
     let input = LogTopic { dir: b.dir(&from).join("log"), topic: from };
-    for &batch in SINK_BATCHES {
+    for &batch in SINK_BATCHES.iter().filter(|_| bench::wanted("log→pg")) {
         let (ferry, native) = compare(
             |run| b.ferry_sink(&In::Log(&input), batch, sink_messages, run),
             |run| b.native_sink(&In::Log(&input), batch, sink_messages, run),
@@ -146,7 +147,7 @@ fn main() {
     let Some(iggy) = live_server("the PostgreSQL benchmark's rows through Iggy (pg→iggy, iggy→pg)") else { return };
     // The Iggy connections start their tasks on this runtime.
     let _entered = b.tokio.enter();
-    for &batch in SOURCE_BATCHES {
+    for &batch in SOURCE_BATCHES.iter().filter(|_| bench::wanted("pg→iggy")) {
         let (ferry, native) = compare(
             |run| b.ferry_source(&Out::Iggy(&iggy), batch, rows, run),
             |run| b.native_source(&Out::Iggy(&iggy), batch, rows, run),
@@ -155,7 +156,7 @@ fn main() {
         print_pair("pg→iggy", batch, &ferry, &native);
     }
     let topic = run_name("iggy", "ferry", SOURCE_BATCHES[0], 0);
-    for &batch in SINK_BATCHES {
+    for &batch in SINK_BATCHES.iter().filter(|_| bench::wanted("iggy→pg")) {
         let (ferry, native) = compare(
             |run| b.ferry_sink(&In::Iggy(&iggy, &topic), batch, sink_messages, run),
             |run| b.native_sink(&In::Iggy(&iggy, &topic), batch, sink_messages, run),

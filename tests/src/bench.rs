@@ -19,6 +19,16 @@ pub fn scale() -> f64 {
     std::env::var("FERRY_BENCH_SCALE").ok().and_then(|s| s.parse().ok()).unwrap_or(1.0)
 }
 
+/// Whether the benchmark's rows named `path` (such as `pg→log`) should run:
+/// `FERRY_BENCH_ONLY` lists the ones wanted, comma-separated (all by default), for
+/// a quick look at one path while working on it.
+pub fn wanted(path: &str) -> bool {
+    match std::env::var("FERRY_BENCH_ONLY") {
+        Ok(only) => only.split(',').any(|wanted| wanted.trim() == path),
+        Err(_) => true,
+    }
+}
+
 /// One run: how many messages (or rows) in how many batches took how long. The
 /// first batch is left out of every run (connecting, preparing, opening files), so
 /// both sides are timed in their steady state.
