@@ -4,7 +4,9 @@
 //! transaction, its index, with everything rolled back; a name not granted is
 //! refused and logged; a statement past the call's deadline is cancelled on the
 //! server and comes back as `timed-out`, and the next one works; a wrong password is
-//! a connection error, and no password ever reaches the log.
+//! a connection error, and no password ever reaches the log; a guest that opens
+//! connections without end is stopped at the instance's handle limit with an error
+//! value, and goes on working once it drops them.
 //!
 //! The guest is `pg-probe`: each poll runs one step and delivers its outcome as a
 //! JSON message, which the test reads back from the local log.
@@ -202,4 +204,31 @@ async fn a_guest_sending_ever_new_statements_does_not_grow_the_prepared_cache_wi
     assert_eq!(outcomes[299], json!({ "step": 299, "ok": [[{ "int": 299 }]] }));
     let prepared = outcomes[300]["ok"][0][0]["int"].as_i64().expect("a count");
     assert!(prepared <= 257, "prepared statements kept on the connection: {prepared}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guest_hoarding_connections_is_stopped_at_the_handle_limit_and_goes_on() {
+    let server = PgServer::start();
+    let h = Harness::new();
+    let over = ferry::runtime::MAX_HANDLES * 2;
+    let steps = json!([
+        { "open_many": { "count": over } },
+        { "query": { "sql": "SELECT 1::int8" } },
+    ]);
+    let logs = capture();
+    let outcomes = outcomes(&h, probe(&h, &server, "hoard", "db", &["db"], steps)).await;
+    let hoard = &outcomes[0]["ok"];
+    let opened = hoard["opened"].as_u64().unwrap() as usize;
+    // The adapter's own handles (stdio, ...) share the table: a few fewer than the limit.
+    assert!(
+        opened < ferry::runtime::MAX_HANDLES && opened > ferry::runtime::MAX_HANDLES - 100,
+        "opened {opened} of {over}: {outcomes:?}"
+    );
+    assert_eq!(hoard["error"]["kind"], "connection", "{hoard}");
+    let message = hoard["error"]["message"].as_str().unwrap();
+    assert!(message.contains(&format!("{} handles", ferry::runtime::MAX_HANDLES)), "{message}");
+    let warnings: Vec<String> = logs.of("hoard").into_iter().map(|l| l.message).collect();
+    assert!(warnings.iter().any(|w| w.contains("drop the connections it no longer uses")), "{warnings:?}");
+    // The handles dropped, the same instance queries again.
+    assert_eq!(outcomes[1], json!({ "step": 1, "ok": [[{ "int": 1 }]] }));
 }

@@ -21,7 +21,7 @@ use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
 use futures::{StreamExt, pin_mut};
 use tokio_postgres::types::{FromSql, IsNull, ToSql, Type, to_sql_checked};
 use tokio_postgres::{NoTls, Statement as Prepared};
-use wasmtime::component::Resource;
+use wasmtime::component::{Resource, ResourceTableError};
 
 use crate::config::{Grants, PostgresConfig};
 use crate::runtime::bindings::postgres::{Error, Host, HostConnection, Refusal, Rows, Statement, Value};
@@ -114,7 +114,17 @@ impl HostConnection for GuestContext {
             return Err(Error::NotGranted(problem));
         };
         let connection = PgConnection { name, pool: pool.clone(), client: None };
-        self.table.push(connection).map_err(|e| Error::Connection(format!("cannot hold another connection: {e}")))
+        self.table.push(connection).map_err(|e| {
+            let problem = match e {
+                ResourceTableError::Full => format!(
+                    "this instance already holds {} handles, the most it may: drop the connections it no longer uses",
+                    self.table.max_capacity()
+                ),
+                other => format!("cannot hold another connection: {other}"),
+            };
+            self.log.host_warning(&format!("postgres: {problem}"));
+            Error::Connection(problem)
+        })
     }
 
     async fn query(&mut self, this: Resource<PgConnection>, sql: String, params: Vec<Value>) -> Result<Rows, Error> {

@@ -235,7 +235,7 @@ impl Runtime {
             wasi,
             http: wasmtime_wasi_http::WasiHttpCtx::new(),
             http_grant,
-            table: ResourceTable::new(),
+            table: resource_table(),
             log,
             postgres: PgAccess {
                 pools: sandbox.postgres.clone(),
@@ -265,4 +265,18 @@ impl Runtime {
 /// Decode what a component claims to be, without compiling it.
 pub fn inspect(bytes: &[u8]) -> Result<ComponentWorld, ContractError> {
     ComponentWorld::decode(bytes)
+}
+
+/// The most handles (WASI streams, pollables, HTTP requests, PostgreSQL connections)
+/// one instance may hold at once. Each costs the host memory, and a guest that keeps
+/// opening without dropping would otherwise grow the host by wasmtime's default of a
+/// million entries per instance; a connector doing real work holds a few dozen.
+pub const MAX_HANDLES: usize = 10_000;
+
+/// An instance's table of handles, bounded by [`MAX_HANDLES`]: past it, opening
+/// another fails (as an error value where the import has one, else a trap).
+fn resource_table() -> ResourceTable {
+    let mut table = ResourceTable::new();
+    table.set_max_capacity(MAX_HANDLES);
+    table
 }

@@ -36,6 +36,11 @@ enum Step {
         params: Vec<Json>,
     },
     Transaction(Vec<StepStatement>),
+    /// Open `count` more connections, holding them all, then drop them: how many
+    /// opened, and the error that stopped it, if any.
+    OpenMany {
+        count: usize,
+    },
 }
 
 #[derive(Deserialize)]
@@ -90,6 +95,17 @@ fn run(connection: &mut Option<Connection>, name: &str, step: &Step) -> Result<J
                 Ok(json!(rows))
             }
             Step::Execute { sql, params } => Ok(json!(connection.execute(sql, &values(params))?)),
+            Step::OpenMany { count } => {
+                let mut held = Vec::new();
+                let error = (0..*count).find_map(|_| match Connection::open(name) {
+                    Ok(opened) => {
+                        held.push(opened);
+                        None
+                    }
+                    Err(error) => Some(error_json(&error)),
+                });
+                Ok(json!({ "opened": held.len(), "error": error }))
+            }
             Step::Transaction(statements) => {
                 let statements: Vec<Statement> =
                     statements.iter().map(|s| Statement { sql: s.sql.clone(), params: values(&s.params) }).collect();
