@@ -127,7 +127,7 @@ fn another_fuel_setting_is_a_miss() {
     let (site, config) = site_running(RANDOM_SOURCE, "", "");
     assert_compiled_and_cached(&run_to_idle(&site, &config));
     // The same site with fuel metering: the engine compiles other code.
-    let (_, metered) = site_running(RANDOM_SOURCE, "", "fuel = 1_000_000_000");
+    let (_metered_site, metered) = site_running(RANDOM_SOURCE, "", "fuel = 1_000_000_000");
     std::fs::copy(&metered, &config).unwrap();
     let log = run_to_idle(&site, &config);
     assert_compiled_and_cached(&log);
@@ -140,7 +140,14 @@ fn a_damaged_entry_is_said_so_compiled_again_and_replaced_and_the_connector_runs
     type Damage = fn(&mut Vec<u8>);
     let damages: [(&str, Damage, &str); 3] = [
         ("truncated", |entry| entry.truncate(entry.len() / 2), "truncated or overlong: its header announces"),
-        ("a byte flipped", |entry| entry[entry.len() / 2] ^= 0x40, "the checksum of its compiled code does not match"),
+        (
+            "a byte flipped",
+            |entry| {
+                let middle = entry.len() / 2;
+                entry[middle] ^= 0x40
+            },
+            "the checksum of its compiled code does not match",
+        ),
         ("a wrong header", |entry| entry[..8].copy_from_slice(b"not-ours"), "not a compile cache entry (wrong magic"),
     ];
     let (site, config) = site_running(RANDOM_SOURCE, "", "");
@@ -174,7 +181,8 @@ fn a_cache_ferry_cannot_use_is_a_warning_and_the_connector_runs() {
     // Writable by others: whoever can write it could run code in ferry.
     let (site, config) = site_running(RANDOM_SOURCE, "compile_cache = \"shared\"", "");
     std::fs::create_dir(site.path("shared")).unwrap();
-    std::os::unix::fs::chmod(site.path("shared"), 0o777).unwrap();
+    let everyone = std::os::unix::fs::PermissionsExt::from_mode(0o777);
+    std::fs::set_permissions(site.path("shared"), everyone).unwrap();
     let log = run_to_idle(&site, &config);
     let warning = line(&log, &["WARN", "key=random", "but not cached"]).unwrap_or_else(|| panic!("{log}"));
     assert!(warning.contains("writable by its group or by others (mode 777)"), "{warning}");

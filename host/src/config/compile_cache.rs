@@ -106,3 +106,75 @@ fn resolved(path: &Path) -> PathBuf {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SOURCE: &str = r#"
+[[sources]]
+key = "random"
+path = "random_source.wasm"
+[[sources.streams]]
+stream = "demo"
+topic = "random"
+"#;
+
+    fn parse(dir: &Path, text: &str, vars: &[(&str, &str)]) -> Result<Config, super::super::ConfigError> {
+        let vars = vars.iter().map(|(k, v)| (k.to_string(), v.to_string()));
+        Config::parse(&dir.join("ferry.toml"), text, vars)
+    }
+
+    #[test]
+    fn on_by_default_in_the_state_directory_off_with_false_elsewhere_with_a_path() {
+        let dir = Path::new("conf");
+        let cache = |runtime: &str| parse(dir, &format!("[runtime]\n{runtime}\n{SOURCE}"), &[]).unwrap();
+        assert_eq!(cache("").compile_cache_dir(), Some(dir.join("state/compiled")));
+        let moved = parse(dir, &format!("[state]\npath = \"/srv/ferry\"\n{SOURCE}"), &[]).unwrap().compile_cache_dir();
+        assert_eq!(moved, Some("/srv/ferry/compiled".into()), "it follows the state directory");
+        assert_eq!(cache("compile_cache = true").compile_cache_dir(), Some(dir.join("state/compiled")));
+        assert_eq!(cache("compile_cache = false").compile_cache_dir(), None);
+        assert_eq!(cache("compile_cache = \"cache\"").compile_cache_dir(), Some(dir.join("cache")));
+        assert_eq!(cache("compile_cache = \"/var/cache/ferry\"").compile_cache_dir(), Some("/var/cache/ferry".into()));
+        // Turned off (or moved) from the environment too.
+        let off = parse(dir, SOURCE, &[("FERRY__RUNTIME__COMPILE_CACHE", "false")]).unwrap();
+        assert_eq!(off.compile_cache_dir(), None);
+    }
+
+    #[test]
+    fn a_bad_value_is_an_error_naming_the_key() {
+        let dir = Path::new("conf");
+        let problem = |value: &str| {
+            parse(dir, &format!("[runtime]\ncompile_cache = {value}\n{SOURCE}"), &[]).unwrap_err().to_string()
+        };
+        let error = problem("\"\"");
+        assert!(error.contains("compile_cache") && error.contains("an empty path"), "{error}");
+        let error = problem("3");
+        assert!(error.contains("compile_cache") && error.contains("a directory (a string), or false"), "{error}");
+    }
+
+    #[test]
+    fn a_writable_grant_holding_the_cache_is_refused() {
+        let site = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(site.path().join("state")).unwrap();
+        let granting = |host: &str, writable: bool| {
+            format!(
+                "{SOURCE}[sources.grants]\ndirs = [{{ host = \"{host}\", guest = \"/d\", writable = {writable} }}]\n"
+            )
+        };
+        // The state directory (which holds the default cache), and the directory above it.
+        for host in ["state", "."] {
+            let error = parse(site.path(), &granting(host, true), &[]).unwrap_err().to_string();
+            assert!(error.contains("sources (key `random`): grants.dirs:"), "{error}");
+            assert!(error.contains("holds the compile cache") && error.contains("run native code"), "{error}");
+        }
+        // Read-only, another directory, or the cache elsewhere: fine.
+        parse(site.path(), &granting("state", false), &[]).unwrap();
+        std::fs::create_dir(site.path().join("data")).unwrap();
+        parse(site.path(), &granting("data", true), &[]).unwrap();
+        let elsewhere = format!("[runtime]\ncompile_cache = \"/var/cache/ferry-test\"\n{}", granting("state", true));
+        parse(site.path(), &elsewhere, &[]).unwrap();
+        let off = format!("[runtime]\ncompile_cache = false\n{}", granting(".", true));
+        parse(site.path(), &off, &[]).unwrap();
+    }
+}

@@ -445,4 +445,75 @@ mod tests {
             other => panic!("expected an unusable cache, got {other:?}"),
         }
     }
+
+    /// The smallest component there is, with `tag` in a custom section so that each
+    /// tag is a component of its own.
+    fn component(tag: &[u8]) -> Vec<u8> {
+        let mut bytes = b"\0asm\x0d\x00\x01\x00".to_vec();
+        bytes.extend_from_slice(&[0x00, 2 + tag.len() as u8, 1, b't']);
+        bytes.extend_from_slice(tag);
+        bytes
+    }
+
+    fn runtime(dir: &Path) -> crate::runtime::Runtime {
+        crate::runtime::Runtime::new().unwrap().with_compile_cache(dir.join("compiled"))
+    }
+
+    fn stored(provenance: Provenance) -> PathBuf {
+        match provenance {
+            Provenance::Compiled { cache: Caching::Stored { entry } } => entry,
+            other => panic!("expected a compile kept in the cache, got {other:?}"),
+        }
+    }
+
+    use crate::runtime::{Caching, Provenance};
+
+    #[tokio::test]
+    async fn the_in_process_compiler_fills_the_cache_and_the_next_compile_hits() {
+        let dir = tempfile::tempdir().unwrap();
+        let runtime = runtime(dir.path());
+        let path = Path::new("c.wasm");
+        let (_, first) = runtime.compile_cached(path, component(b"a")).await.unwrap();
+        let entry = stored(first);
+        let (_, second) = runtime.compile_cached(path, component(b"a")).await.unwrap();
+        assert_eq!(second, Provenance::CacheHit { entry: entry.clone() });
+        let (_, other) = runtime.compile_cached(path, component(b"b")).await.unwrap();
+        assert_ne!(stored(other), entry, "another component, another entry");
+    }
+
+    #[tokio::test]
+    async fn an_entry_wasmtime_refuses_is_compiled_again_and_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let runtime = runtime(dir.path());
+        let cache = runtime.cache.clone().unwrap();
+        let path = Path::new("c.wasm");
+        let key = cache.key(&component(b"a"));
+        // Whole and with a matching checksum, but no compiled code: only wasmtime's
+        // own check can tell.
+        cache.store(&key, b"not compiled code").unwrap();
+        let (_, provenance) = runtime.compile_cached(path, component(b"a")).await.unwrap();
+        assert_eq!(stored(provenance), key.path());
+        // Code compiled for an engine metering fuel, under this engine's key.
+        let metered = compiling_engine(true).unwrap().precompile_component(&component(b"a")).unwrap();
+        cache.store(&key, &metered).unwrap();
+        let (_, provenance) = runtime.compile_cached(path, component(b"a")).await.unwrap();
+        assert_eq!(stored(provenance), key.path(), "refused by wasmtime, compiled again");
+        assert_ne!(hit(cache.lookup(&key)), metered, "and replaced");
+        let (_, provenance) = runtime.compile_cached(path, component(b"a")).await.unwrap();
+        assert_eq!(provenance, Provenance::CacheHit { entry: key.path().to_path_buf() });
+    }
+
+    #[tokio::test]
+    async fn a_cache_that_cannot_be_used_still_compiles_the_component() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("file"), b"").unwrap();
+        let runtime = crate::runtime::Runtime::new().unwrap().with_compile_cache(dir.path().join("file/compiled"));
+        let (_, provenance) = runtime.compile_cached(Path::new("c.wasm"), component(b"a")).await.unwrap();
+        match provenance {
+            Provenance::Compiled { cache: Caching::Failed(problem) } => {
+                assert!(problem.contains("file/compiled") && problem.contains("Not a directory"), "{problem}")
+            }
+            other => panic!("expected a compile without the cache, got {other:?}"),
+        }
+    }
 }

@@ -250,7 +250,9 @@ impl Runtime {
                 // `compile_cache`), under the key of exactly these bytes and this
                 // engine's settings, and its checksum matches what our own compiler
                 // wrote; wasmtime checks its own header and the engine again.
-                match unsafe { Component::deserialize(&self.engine, artifact.bytes()) } {
+                let engine = self.engine.clone();
+                let loaded = blocking(path, move || unsafe { Component::deserialize(&engine, artifact.bytes()) });
+                match loaded.await? {
                     Ok(component) => {
                         return Ok((component, Provenance::CacheHit { entry: key.path().to_path_buf() }));
                     }
