@@ -49,13 +49,13 @@ pub fn compile(components: &[PathBuf], config: Option<&Path>, cache: Option<&Pat
         let shown = path.display();
         match tokio.block_on(compile_one(&runtime, path, &settings)) {
             Ok((Provenance::CacheHit { entry }, elapsed)) => {
-                println!("{shown}: cache hit, loaded in {elapsed:.0?} from {}", entry.display());
+                println!("{shown}: cache hit, loaded in {elapsed:.1?} from {}", entry.display());
             }
             Ok((Provenance::Compiled { cache: Caching::Stored { entry } }, elapsed)) => {
-                println!("{shown}: cache miss, compiled in {elapsed:.0?}, cached in {}", entry.display());
+                println!("{shown}: cache miss, compiled in {elapsed:.1?}, cached in {}", entry.display());
             }
             Ok((Provenance::Compiled { cache: Caching::Failed(problem) }, elapsed)) => {
-                println!("{shown}: cache miss, compiled in {elapsed:.0?}, but not cached: {problem}");
+                println!("{shown}: cache miss, compiled in {elapsed:.1?}, but not cached: {problem}");
                 failed = true;
             }
             Ok((Provenance::Compiled { cache: Caching::Off }, _)) => unreachable!("this runtime has a compile cache"),

@@ -211,16 +211,16 @@ impl Runtime {
             Provenance::CacheHit { entry } => tracing::info!(
                 path = shown,
                 entry = %entry.display(),
-                "component loaded from the compile cache in {elapsed:.0?} (cache hit)"
+                "component loaded from the compile cache in {elapsed:.1?} (cache hit)"
             ),
             Provenance::Compiled { cache: Caching::Stored { entry } } => {
-                tracing::info!(entry = %entry.display(), "component compiled in {elapsed:.0?}, and cached")
+                tracing::info!(entry = %entry.display(), "component compiled in {elapsed:.1?}, and cached")
             }
             Provenance::Compiled { cache: Caching::Off } => {
-                tracing::info!("component compiled in {elapsed:.0?} (compile cache off)")
+                tracing::info!("component compiled in {elapsed:.1?} (compile cache off)")
             }
             Provenance::Compiled { cache: Caching::Failed(problem) } => {
-                tracing::warn!("component compiled in {elapsed:.0?}, but not cached: {problem}")
+                tracing::warn!("component compiled in {elapsed:.1?}, but not cached: {problem}")
             }
         }
         Ok(Compiled { component, provenance, elapsed })
