@@ -10,7 +10,11 @@
 //! * idle RSS: the host's resident memory with 1, 100 and 1,000 idle connectors;
 //! * neighbours: messages/s of a well-behaved random source alone, and next to a
 //!   guest that spins in `poll`, one that allocates until its cap, and one that
-//!   floods its log.
+//!   floods its log;
+//! * compile cache: ms from a component file to a linked component, as `ferry run`
+//!   gets it, with a cold cache (compiled in a child process, then kept) and a warm
+//!   one (loaded from the cache), for the random source and a component that is slow
+//!   to compile (20,000 functions, standing in for a large Python or JS guest).
 //!
 //! Everything runs in this process against a null target with cursors in memory, so
 //! the figures are the host's, not the disk's. `FERRY_BENCH_SCALE=0.1` is a quick look.
@@ -23,7 +27,9 @@ use ferry::config::{Allocator, BackoffConfig, ByteSize, StreamConfig};
 use ferry::delivery::NullTarget;
 use ferry::grants::logging::{GuestLog, LogBudget};
 use ferry::host::Host;
-use ferry::runtime::{EngineOptions, PoolSize, Runtime, Sandbox, SourceComponent};
+use ferry::runtime::{
+    Compiler, EngineOptions, Isolation, PoolSize, Provenance, Runtime, Sandbox, SourceComponent, SourceWorld,
+};
 use ferry::source::SourceConnector;
 use ferry::status::Event;
 use ferry_tests::components::{FAULTY_SOURCE, HOSTILE_SOURCE, RANDOM_SOURCE};
@@ -97,6 +103,45 @@ fn main() {
         Arc::new(Runtime::with_options(&EngineOptions { fuel: true, ..Default::default() }).expect("runtime"));
     let rate = tokio.block_on(throughput_next_to(&metered, None, scaled(3000)));
     println!("  {:<11} {rate:>10.0} msg/s (alone, fuel metered)", "metered");
+
+    println!();
+    println!("compile cache: component file to linked component, as `ferry run` gets it (compiled in a child)");
+    let site = tempfile::tempdir().expect("a temporary directory");
+    let slow = site.path().join("many_functions.wasm");
+    let functions = ferry_tests::raw_component::many_functions(20_000);
+    std::fs::write(&slow, ferry_tests::raw_component::source_with(&functions)).expect("writing the component");
+    for (name, path) in [("random source", std::path::Path::new(RANDOM_SOURCE)), ("20,000 functions", &slow)] {
+        let (cold, warm) = tokio.block_on(cold_and_warm(path, &site.path().join(name), scaled(20)));
+        let kib = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0) / 1024;
+        println!("  {name:<17} {kib:>6} KiB: cold {cold:>9.1} ms, warm {warm:>7.1} ms (median)");
+    }
+}
+
+/// Ms for the first compile of `component` into an empty cache in `cache`, and the
+/// median of `rounds` loads from it afterwards.
+async fn cold_and_warm(component: &std::path::Path, cache: &std::path::Path, rounds: u64) -> (f64, f64) {
+    let isolation =
+        Isolation { exe: env!("CARGO_BIN_EXE_ferry").into(), timeout: Duration::from_secs(600), memory: 8 << 30 };
+    let runtime = Runtime::new()
+        .expect("runtime")
+        .with_compiler(Compiler::Isolated(isolation))
+        .with_compile_cache(cache.to_path_buf());
+    let once = async || {
+        let start = Instant::now();
+        let checked = runtime.check::<SourceWorld>(component, 1 << 30).unwrap_or_else(|e| panic!("{e}"));
+        let compiled = runtime.compile(checked).await.unwrap_or_else(|e| panic!("{e}"));
+        (start.elapsed().as_secs_f64() * 1e3, compiled.provenance)
+    };
+    let (cold, provenance) = once().await;
+    assert!(matches!(provenance, Provenance::Compiled { .. }), "an empty cache is a miss: {provenance:?}");
+    let mut warm = Vec::new();
+    for _ in 0..rounds.min(20) {
+        let (millis, provenance) = once().await;
+        assert!(matches!(provenance, Provenance::CacheHit { .. }), "then it hits: {provenance:?}");
+        warm.push(millis);
+    }
+    warm.sort_by(f64::total_cmp);
+    (cold, warm[warm.len() / 2])
 }
 
 fn load(runtime: &Runtime, path: &str) -> Arc<SourceComponent> {

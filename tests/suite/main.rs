@@ -7,6 +7,7 @@
 mod bad_config;
 mod bad_input;
 mod compile_bombs;
+mod compile_cache;
 mod crash;
 mod examples;
 mod faults;

@@ -1,6 +1,7 @@
 //! The `ferry` command line: argument parsing and dispatch. Each subcommand is its
 //! own file.
 
+mod compile;
 mod inspect;
 mod log;
 mod run;
@@ -87,6 +88,38 @@ enum Command {
         /// Print the status file as JSON.
         #[arg(long)]
         json: bool,
+    },
+    /// Compile components into the compile cache ahead of time, so that `ferry run`
+    /// loads them rather than compile them.
+    ///
+    /// `ferry run` keeps what it compiles in the compile cache ([runtime]
+    /// compile_cache, by default <state.path>/compiled) and loads it from there on the
+    /// next start. This fills the cache beforehand, e.g. when deploying a new
+    /// component: a Python or JavaScript guest takes seconds to compile. An entry
+    /// serves only the same component bytes compiled for the same engine, so give the
+    /// CONFIG `ferry run` will use: its engine meters fuel if any enabled connector
+    /// sets limits.fuel, and its compile_timeout and compile_memory bound the
+    /// compiler. Prints, for each component, whether it was already cached (a hit) or
+    /// compiled now, how long that took, and the entry's path. Exits 1 if any
+    /// component could not be compiled or cached.
+    ///
+    /// Whoever can write the cache directory can run native code in ferry: keep it
+    /// writable by ferry's user alone (ferry will not use it otherwise).
+    #[command(
+        after_help = "Examples:\n  ferry compile connectors/py_source.wasm --config ferry.toml\n  ferry compile \
+                            *.wasm --cache /var/cache/ferry --config ferry.toml"
+    )]
+    Compile {
+        /// The components (.wasm) to compile.
+        #[arg(required = true, value_name = "COMPONENT")]
+        components: Vec<PathBuf>,
+        /// The configuration `ferry run` will use: its compile cache, compile bounds
+        /// and engine settings. Without it: the default engine (no fuel metering).
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Fill this cache directory rather than the config's [runtime] compile_cache.
+        #[arg(long, value_name = "DIR")]
+        cache: Option<PathBuf>,
     },
     /// (Internal) compile the component on stdin, write the artifact on stdout.
     ///
@@ -184,6 +217,9 @@ pub fn main() -> ExitCode {
         }
         Command::Log { command: LogCommand::Topics { config } } => log::topics(&config),
         Command::Status { config, json } => status::status(&config, json),
+        Command::Compile { components, config, cache } => {
+            compile::compile(&components, config.as_deref(), cache.as_deref())
+        }
         Command::CompileComponent { .. } => unreachable!("handled above"),
     };
     match result {

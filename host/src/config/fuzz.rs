@@ -194,6 +194,7 @@ const RUNTIME: &[(&str, Kind)] = &[
     ("max_component_bytes", Kind::Size),
     ("compile_timeout", Kind::Duration),
     ("compile_memory", Kind::Size),
+    ("compile_cache", Kind::Flag),
 ];
 
 const SOURCE: &[(&str, Kind)] = &[

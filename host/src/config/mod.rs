@@ -29,6 +29,7 @@
 
 mod bounds;
 mod bytesize;
+mod compile_cache;
 mod connector;
 mod duration;
 mod env;
@@ -50,6 +51,7 @@ use crate::files;
 
 pub use bounds::MAX_POOL_RESERVATION;
 pub use bytesize::ByteSize;
+pub use compile_cache::CompileCacheSetting;
 pub use connector::ConnectorConfig;
 pub use env::ENV_PREFIX;
 pub use iggy::{Credentials, IggyConfig, Secret, TlsConfig, Transport};
@@ -124,6 +126,8 @@ pub struct RuntimeConfig {
     pub compile_timeout: Duration,
     /// The data memory (heap and private mappings) the compiling child process may use.
     pub compile_memory: ByteSize,
+    /// Where compiled components are kept between runs (see [`Config::compile_cache_dir`]).
+    pub compile_cache: CompileCacheSetting,
 }
 
 impl Default for RuntimeConfig {
@@ -135,6 +139,7 @@ impl Default for RuntimeConfig {
             max_component_bytes: ByteSize::mib(64),
             compile_timeout: Duration::from_secs(60),
             compile_memory: ByteSize::gib(2),
+            compile_cache: CompileCacheSetting::Default,
         }
     }
 }
@@ -244,6 +249,9 @@ impl Config {
         };
         resolve(&mut self.state.path);
         resolve(&mut self.local_log.path);
+        if let CompileCacheSetting::Dir(dir) = &mut self.runtime.compile_cache {
+            resolve(dir);
+        }
         if let Some(iggy) = &mut self.iggy {
             for path in [iggy.tls.ca_file.as_mut(), iggy.token_file.as_mut()].into_iter().flatten() {
                 resolve(path);

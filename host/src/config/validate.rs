@@ -103,6 +103,7 @@ pub fn validate(config: &Config) -> Result<(), String> {
         validate_sink(sink).map_err(|(what, problem)| at(what, problem))?;
     }
     validate_tenant_totals(config)?;
+    super::compile_cache::validate(config)?;
     validate_pool(config)
 }
 

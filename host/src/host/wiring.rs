@@ -30,7 +30,11 @@ impl Host {
     pub fn from_config(config: &Config, compiler: Compiler) -> Result<Host, SetupError> {
         let options = engine_options(config);
         let runtime = Runtime::with_options(&options).map_err(|e| runtime_error(&options, e))?;
-        let runtime = Arc::new(runtime.with_compiler(compiler));
+        let mut runtime = runtime.with_compiler(compiler);
+        if let Some(dir) = config.compile_cache_dir() {
+            runtime = runtime.with_compile_cache(dir);
+        }
+        let runtime = Arc::new(runtime);
         let mut host = Host::new(runtime.clone());
         host.grace_period = config.runtime.shutdown_grace_period;
         host.progress_interval = config.runtime.progress_interval;
@@ -243,19 +247,13 @@ pub fn engine_options(config: &Config) -> EngineOptions {
     }
 }
 
-/// Compile a checked component, saying so in the log (inside the span of the first
-/// connector that uses it).
+/// Compile a checked component (the runtime says in the log how it went, inside the
+/// span of the first connector that uses it).
 async fn compile_in_background<W: World>(
     runtime: Arc<Runtime>,
     checked: CheckedComponent<W>,
 ) -> Result<Arc<ConnectorComponent<W>>, LoadError> {
-    let started = std::time::Instant::now();
-    tracing::info!(path = %checked.path().display(), "compiling component");
-    let compiled = runtime.compile(checked).await;
-    if compiled.is_ok() {
-        tracing::info!("component compiled in {:.0?}", started.elapsed());
-    }
-    compiled
+    runtime.compile(checked).await.map(|compiled| compiled.component)
 }
 
 /// Why the runtime could not start, naming the setting behind it when there is one.

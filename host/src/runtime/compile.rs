@@ -91,6 +91,7 @@ impl Isolation {
             command.arg("--fuel");
         }
         let mut child = command.spawn().map_err(|e| crashed(&format!("cannot run {}", self.exe.display()), e))?;
+        tracing::info!(pid = child.id(), "compiling in a child process");
         let (mut stdin, mut stdout, mut stderr) = (
             child.stdin.take().expect("piped"),
             child.stdout.take().expect("piped"),

@@ -4,6 +4,7 @@
 
 pub mod bindings;
 pub mod compile;
+pub mod compile_cache;
 pub mod context;
 mod engine;
 pub mod instance;
@@ -17,6 +18,7 @@ use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
+use std::time::{Duration, Instant};
 
 use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
 use wasmtime::{Engine, Store};
@@ -27,6 +29,7 @@ use crate::files::{self, FileError};
 use crate::grants::postgres::{PgAccess, PgPools};
 use crate::grants::{self, logging::GuestLog};
 pub use compile::{CompileFailure, Compiler, Isolation};
+use compile_cache::{CompileCache, EntryKey, Lookup};
 use context::GuestContext;
 pub use engine::{EngineOptions, PoolSize};
 pub use instance::{CallError, GuestStore};
@@ -108,6 +111,36 @@ pub struct Runtime {
     contract: Contract,
     meters_fuel: bool,
     compiler: Compiler,
+    /// Compiled components kept on disk, when configured.
+    cache: Option<CompileCache>,
+}
+
+/// A component compiled (or found compiled) and linked, and how it came to be.
+pub struct Compiled<W: World> {
+    pub component: Arc<ConnectorComponent<W>>,
+    pub provenance: Provenance,
+    /// From the component's bytes to the linked component.
+    pub elapsed: Duration,
+}
+
+/// Where a compiled component came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Provenance {
+    /// Loaded from this entry of the compile cache; nothing was compiled.
+    CacheHit { entry: PathBuf },
+    /// Compiled now.
+    Compiled { cache: Caching },
+}
+
+/// What became of a component compiled now, as far as the compile cache goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Caching {
+    /// There is no compile cache.
+    Off,
+    /// Kept in this entry for the next time.
+    Stored { entry: PathBuf },
+    /// Not kept, for this reason (logged as a warning).
+    Failed(String),
 }
 
 impl Runtime {
@@ -130,12 +163,21 @@ impl Runtime {
             contract: Contract::load(),
             meters_fuel: options.fuel,
             compiler: Compiler::InProcess,
+            cache: None,
         })
     }
 
     /// Compile components with `compiler` from now on.
     pub fn with_compiler(mut self, compiler: Compiler) -> Runtime {
         self.compiler = compiler;
+        self
+    }
+
+    /// Keep compiled components in `dir`, and load them from there rather than
+    /// compile them again (see [`compile_cache`] for what the key covers and whom the
+    /// directory must be trusted by).
+    pub fn with_compile_cache(mut self, dir: PathBuf) -> Runtime {
+        self.cache = Some(CompileCache::new(dir, &self.engine, self.meters_fuel));
         self
     }
 
@@ -156,34 +198,131 @@ impl Runtime {
         Ok(CheckedComponent { path: path.to_path_buf(), bytes, imports: world.imports(), world: PhantomData })
     }
 
-    /// Compile a checked component with this runtime's compiler, and link it.
-    pub async fn compile<W: World>(
-        &self,
-        checked: CheckedComponent<W>,
-    ) -> Result<Arc<ConnectorComponent<W>>, LoadError> {
+    /// Compile a checked component with this runtime's compiler, or load it from the
+    /// compile cache, and link it. Says in the log which it was, and how long it took.
+    pub async fn compile<W: World>(&self, checked: CheckedComponent<W>) -> Result<Compiled<W>, LoadError> {
+        let started = Instant::now();
         let CheckedComponent { path, bytes, imports, .. } = checked;
-        let compile_error = |message| LoadError::Compile { path: path.clone(), message };
-        let component = match &self.compiler {
+        let (component, provenance) = self.compile_cached(&path, bytes).await?;
+        let shown = path.display().to_string();
+        let component = self.link(path, component, imports)?;
+        let elapsed = started.elapsed();
+        match &provenance {
+            Provenance::CacheHit { entry } => tracing::info!(
+                path = shown,
+                entry = %entry.display(),
+                "component loaded from the compile cache in {elapsed:.1?} (cache hit)"
+            ),
+            Provenance::Compiled { cache: Caching::Stored { entry } } => {
+                tracing::info!(entry = %entry.display(), "component compiled in {elapsed:.1?}, and cached")
+            }
+            Provenance::Compiled { cache: Caching::Off } => {
+                tracing::info!("component compiled in {elapsed:.1?} (compile cache off)")
+            }
+            Provenance::Compiled { cache: Caching::Failed(problem) } => {
+                tracing::warn!("component compiled in {elapsed:.1?}, but not cached: {problem}")
+            }
+        }
+        Ok(Compiled { component, provenance, elapsed })
+    }
+
+    /// The component `bytes` (read from `path`) from the compile cache, or compiled
+    /// and stored there. A cache that cannot be used is never a reason to refuse the
+    /// component: it is compiled as if there were no cache.
+    async fn compile_cached(&self, path: &Path, bytes: Vec<u8>) -> Result<(Component, Provenance), LoadError> {
+        let Some(cache) = self.cache.clone() else {
+            tracing::info!(path = %path.display(), "compiling component");
+            let (component, _) = self.compile_now(path, bytes, false).await?;
+            return Ok((component, Provenance::Compiled { cache: Caching::Off }));
+        };
+        let (bytes, key, lookup) = blocking(path, move || {
+            let key = cache.key(&bytes);
+            let lookup = cache.lookup(&key);
+            (bytes, key, lookup)
+        })
+        .await?;
+        let entry = key.path().display().to_string();
+        // Why the cache cannot be used at all, if it cannot.
+        let unusable = match lookup {
+            Lookup::Hit(artifact) => {
+                // SAFETY: the entry is in a directory only ferry's user can write
+                // (checked by `lookup`; the operator is trusted to keep it so, see
+                // `compile_cache`), under the key of exactly these bytes and this
+                // engine's settings, and its checksum matches what our own compiler
+                // wrote; wasmtime checks its own header and the engine again.
+                let engine = self.engine.clone();
+                let loaded = blocking(path, move || unsafe { Component::deserialize(&engine, artifact.bytes()) });
+                match loaded.await? {
+                    Ok(component) => {
+                        return Ok((component, Provenance::CacheHit { entry: key.path().to_path_buf() }));
+                    }
+                    Err(e) => {
+                        tracing::warn!(%entry, "compile cache entry cannot be loaded ({e:#}): compiling again, and replacing it");
+                        None
+                    }
+                }
+            }
+            Lookup::Miss => None,
+            Lookup::Damaged(problem) => {
+                tracing::warn!(%entry, "compile cache entry is damaged ({problem}): compiling again, and replacing it");
+                None
+            }
+            Lookup::Unusable(problem) => Some(problem),
+        };
+        tracing::info!(path = %path.display(), "compiling component (not in the compile cache)");
+        let (component, artifact) = self.compile_now(path, bytes, unusable.is_none()).await?;
+        let caching = match (unusable, artifact) {
+            (Some(problem), _) => Caching::Failed(problem),
+            (None, Some(artifact)) => self.store(path, key, artifact).await,
+            (None, None) => Caching::Failed("the compiler gave no artifact to keep".into()),
+        };
+        Ok((component, Provenance::Compiled { cache: caching }))
+    }
+
+    /// Keep `artifact` under `key`; what became of it.
+    async fn store(&self, path: &Path, key: EntryKey, artifact: Vec<u8>) -> Caching {
+        let Some(cache) = self.cache.clone() else { return Caching::Off };
+        let stored = blocking(path, move || cache.store(&key, &artifact).map(|()| key.path().to_path_buf())).await;
+        match stored {
+            Ok(Ok(entry)) => Caching::Stored { entry },
+            Ok(Err(problem)) => Caching::Failed(problem),
+            Err(problem) => Caching::Failed(problem.to_string()),
+        }
+    }
+
+    /// Compile `bytes` with this runtime's compiler; with the serialized artifact
+    /// too when `serialized` is asked for (to be cached).
+    async fn compile_now(
+        &self,
+        path: &Path,
+        bytes: Vec<u8>,
+        serialized: bool,
+    ) -> Result<(Component, Option<Vec<u8>>), LoadError> {
+        let compile_error = |message| LoadError::Compile { path: path.to_path_buf(), message };
+        match &self.compiler {
             Compiler::InProcess => {
                 let engine = self.engine.clone();
-                tokio::task::spawn_blocking(move || Component::new(&engine, &bytes))
-                    .await
-                    .map_err(|e| compile_error(format!("the compile task failed: {e}")))?
-                    .map_err(|e| compile_error(format!("{e:#}")))?
+                blocking(path, move || {
+                    let component = Component::new(&engine, &bytes)?;
+                    let artifact = if serialized { Some(component.serialize()?) } else { None };
+                    Ok::<_, wasmtime::Error>((component, artifact))
+                })
+                .await?
+                .map_err(|e| compile_error(format!("{e:#}")))
             }
             Compiler::Isolated(isolation) => {
                 let artifact = isolation.compile(&bytes, self.meters_fuel).await.map_err(|failure| match failure {
                     CompileFailure::Invalid(message) => compile_error(message),
-                    failure => LoadError::Bounded { path: path.clone(), failure },
+                    failure => LoadError::Bounded { path: path.to_path_buf(), failure },
                 })?;
                 // SAFETY: the artifact was just made by our own binary's compiler (the
                 // child process), for an engine configured like this one, and wasmtime
                 // checks that configuration before loading it.
-                unsafe { Component::deserialize(&self.engine, &artifact) }
-                    .map_err(|e| compile_error(format!("{e:#}")))?
+                let component = unsafe { Component::deserialize(&self.engine, &artifact) }
+                    .map_err(|e| compile_error(format!("{e:#}")))?;
+                Ok((component, serialized.then_some(artifact)))
             }
-        };
-        self.link(path, component, imports)
+        }
     }
 
     /// Read, check and compile the component at `path`, in this process: for
@@ -260,6 +399,13 @@ impl Runtime {
     pub fn contract(&self) -> &Contract {
         &self.contract
     }
+}
+
+/// Run `work` (file I/O, hashing, compiling) on tokio's blocking threads.
+async fn blocking<T: Send + 'static>(path: &Path, work: impl FnOnce() -> T + Send + 'static) -> Result<T, LoadError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| LoadError::Compile { path: path.to_path_buf(), message: format!("the compile task failed: {e}") })
 }
 
 /// Decode what a component claims to be, without compiling it.
