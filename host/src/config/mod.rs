@@ -32,6 +32,7 @@ mod bytesize;
 mod connector;
 mod duration;
 mod env;
+mod http;
 mod iggy;
 mod postgres;
 mod sandbox;
@@ -52,6 +53,7 @@ pub use bounds::MAX_POOL_RESERVATION;
 pub use bytesize::ByteSize;
 pub use connector::ConnectorConfig;
 pub use env::ENV_PREFIX;
+pub use http::HttpConfig;
 pub use iggy::{Credentials, IggyConfig, Secret, TlsConfig, Transport};
 pub use postgres::PostgresConfig;
 pub use sandbox::{DirGrant, Grants, Limits, SecretSource, split_host_port};
@@ -96,6 +98,9 @@ pub struct Config {
     pub sources: Vec<SourceConfig>,
     #[serde(default)]
     pub sinks: Vec<SinkConfig>,
+    /// The HTTP API and metrics, when present.
+    #[serde(default)]
+    pub http: Option<HttpConfig>,
     /// The file this came from.
     #[serde(skip)]
     pub file: PathBuf,
@@ -223,6 +228,9 @@ impl Config {
         if let Some(iggy) = &config.iggy {
             iggy.validate().map_err(|p| error(format!("[iggy]: {p}")))?;
         }
+        if let Some(http) = &config.http {
+            http.validate().map_err(|p| error(format!("[http] {p}")))?;
+        }
         validate::validate(&config).map_err(error)?;
         Ok(config)
     }
@@ -262,6 +270,9 @@ impl Config {
             if let Some(SecretSource::File(path)) = &mut server.password {
                 resolve(path);
             }
+        }
+        if let Some(SecretSource::File(path)) = self.http.as_mut().and_then(|h| h.api_key.as_mut()) {
+            resolve(path);
         }
     }
 
