@@ -86,6 +86,9 @@ impl Row {
 
 type Labels = Vec<(&'static str, String)>;
 
+/// One metric's samples: each connector's labels and value.
+type Samples<T> = Vec<(Labels, T)>;
+
 impl Collector for BoardCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), fmt::Error> {
         let rows: Vec<Row> = self
@@ -101,11 +104,11 @@ impl Collector for BoardCollector {
                 Row { meters: self.board.meters(&status.key), status, labels }
             })
             .collect();
-        let each = |role: Option<Role>, value: fn(&ConnectorStatus) -> u64| -> Vec<(Labels, u64)> {
+        let each = |role: Option<Role>, value: fn(&ConnectorStatus) -> u64| -> Samples<u64> {
             let rows = rows.iter().filter(|r| role.is_none_or(|role| r.is(role)));
             rows.map(|r| (r.labels.clone(), value(&r.status))).collect()
         };
-        let counters: [(&str, &str, Vec<(Labels, u64)>); 13] = [
+        let counters: [(&str, &str, Samples<u64>); 13] = [
             (
                 "iggy_connector_messages_produced",
                 "Messages a source's guest produced, in batches delivered or not.",
@@ -168,7 +171,7 @@ impl Collector for BoardCollector {
             rows.iter().flat_map(|r| r.status.nacks_by_reason.iter().map(|(reason, n)| (r.with("reason", reason), *n)));
         counter(&mut encoder, "ferry_connector_nacks", "NACKs (a sink: retries) by reason.", nacks.collect())?;
 
-        let generations: Vec<(Labels, i64)> = rows
+        let generations: Samples<i64> = rows
             .iter()
             .filter_map(|r| Some((r.labels.clone(), i64::try_from(r.status.committed_generation?).ok()?)))
             .collect();
@@ -231,12 +234,7 @@ fn stages_of(row: &Row) -> &'static [Stage] {
     }
 }
 
-fn counter(
-    encoder: &mut DescriptorEncoder,
-    name: &str,
-    help: &str,
-    values: Vec<(Labels, u64)>,
-) -> Result<(), fmt::Error> {
+fn counter(encoder: &mut DescriptorEncoder, name: &str, help: &str, values: Samples<u64>) -> Result<(), fmt::Error> {
     let mut metric = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
     for (labels, value) in values {
         ConstCounter::new(value).encode(metric.encode_family(&labels)?)?;
@@ -244,12 +242,7 @@ fn counter(
     Ok(())
 }
 
-fn gauge(
-    encoder: &mut DescriptorEncoder,
-    name: &str,
-    help: &str,
-    values: Vec<(Labels, i64)>,
-) -> Result<(), fmt::Error> {
+fn gauge(encoder: &mut DescriptorEncoder, name: &str, help: &str, values: Samples<i64>) -> Result<(), fmt::Error> {
     let mut metric = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
     for (labels, value) in values {
         ConstGauge::new(value).encode(metric.encode_family(&labels)?)?;

@@ -61,10 +61,10 @@ impl Source for FaultySource {
         if let Some(message) = &config.open_error {
             return Err(Error::msg(format!("configured to refuse to open: {message}")));
         }
-        if let Some(gate) = &config.open_when_exists {
-            if std::fs::metadata(gate).is_err() {
-                return Err(Error::msg(format!("configured to wait for {gate} before opening")));
-            }
+        if let Some(gate) = &config.open_when_exists
+            && std::fs::metadata(gate).is_err()
+        {
+            return Err(Error::msg(format!("configured to wait for {gate} before opening")));
         }
         ferry_guest::info!("faulty source opened at seq {}", cursor.next_seq);
         Ok(FaultySource { config, polls: 0 })
