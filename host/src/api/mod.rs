@@ -12,7 +12,8 @@
 //! * `health.rs`: `/health`, `/ready`; `connectors.rs`: `/sources`, `/sinks`;
 //! * `state.rs`: `/sources/{key}/state`, `/sinks/{key}/state`;
 //! * `stats.rs` and `process.rs`: `/stats`, with the process's CPU and memory;
-//! * `metrics.rs`: `/metrics`; `redact.rs`: no secret in any response.
+//! * `metrics.rs`: `/metrics`; `redact.rs`: no secret in any response;
+//! * `tls.rs`: HTTPS, with `[http] tls`.
 
 mod auth;
 mod connectors;
@@ -24,6 +25,7 @@ mod redact;
 mod server;
 mod state;
 mod stats;
+mod tls;
 
 use std::sync::Arc;
 

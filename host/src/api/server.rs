@@ -11,7 +11,7 @@ use axum::middleware;
 use axum::routing::get;
 use tokio::net::TcpListener;
 
-use super::{Api, auth, connectors, error, health, metrics, process, redact, state, stats};
+use super::{Api, auth, connectors, error, health, metrics, process, redact, state, stats, tls};
 use crate::config::{Config, HttpConfig};
 use crate::shutdown::Shutdown;
 use crate::status::StatusBoard;
@@ -55,6 +55,7 @@ pub async fn start(
 ) -> Result<ApiServer, StartError> {
     let file = config.file.display();
     let api_key = http.read_api_key().map_err(|p| StartError(format!("{file}: {p}")))?;
+    let tls = http.tls.as_ref().map(tls::server_config).transpose().map_err(|p| StartError(format!("{file}: {p}")))?;
     let listener = TcpListener::bind(&http.address)
         .await
         .map_err(|e| StartError(format!("{file}: [http] address: cannot listen on {}: {e}", http.address)))?;
@@ -76,15 +77,28 @@ pub async fn start(
         cpu: process::CpuMeter::new(),
     });
     let app = routes(api, api_key.map(Arc::from));
-    tracing::info!("HTTP API listening on http://{address}");
-    let mut stop = shutdown;
-    let task = tokio::spawn(async move {
-        let served = axum::serve(listener, app).with_graceful_shutdown(async move { stop.requested().await });
-        if let Err(e) = served.await {
-            tracing::error!("the HTTP API stopped: {e}");
+    let task = match tls {
+        None => {
+            tracing::info!("HTTP API listening on http://{address}");
+            tokio::spawn(serve(listener, app, shutdown))
         }
-    });
+        Some(tls) => {
+            tracing::info!("HTTP API listening on https://{address}");
+            tokio::spawn(serve(tls::TlsListener::new(listener, address, tls), app, shutdown))
+        }
+    };
     Ok(ApiServer { address, task })
+}
+
+/// Serve `app` on `listener` until `shutdown`, then let the requests in flight finish.
+async fn serve<L: axum::serve::Listener>(listener: L, app: Router, mut shutdown: Shutdown)
+where
+    L::Addr: std::fmt::Debug,
+{
+    let served = axum::serve(listener, app).with_graceful_shutdown(async move { shutdown.requested().await });
+    if let Err(e) = served.await {
+        tracing::error!("the HTTP API stopped: {e}");
+    }
 }
 
 /// Every endpoint, behind the API key. All of them only read. Endpoints that steer

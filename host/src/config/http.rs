@@ -7,10 +7,13 @@
 //! [http]
 //! address = "127.0.0.1:8081"              # host:port to listen on
 //! api_key = { env = "FERRY_API_KEY" }     # or { file = "secrets/api-key" }; optional
+//! tls = { cert_file = "tls/cert.pem", key_file = "tls/key.pem" }   # optional: HTTPS
 //! ```
 //!
 //! The key is read like every other secret of the config (an environment variable
 //! or a file, never written in the config itself) and never printed.
+
+use std::path::PathBuf;
 
 use serde::Deserialize;
 
@@ -31,6 +34,19 @@ pub struct HttpConfig {
     /// request is served (keep such an API on loopback).
     #[serde(default)]
     pub api_key: Option<SecretSource>,
+    /// Serve HTTPS with this certificate and key, instead of HTTP.
+    #[serde(default)]
+    pub tls: Option<HttpTls>,
+}
+
+/// `[http] tls`: PEM files, relative to the config file.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpTls {
+    /// The certificate chain, the server's own first.
+    pub cert_file: PathBuf,
+    /// Its private key (PKCS#8, PKCS#1 or SEC1).
+    pub key_file: PathBuf,
 }
 
 /// The address of Iggy's connectors runtime API, on loopback.
@@ -103,16 +119,23 @@ streams = [{ stream = "demo", topic = "random" }]
     fn off_unless_configured_and_on_loopback_by_default() {
         assert_eq!(parse("").unwrap().http, None);
         let http = parse("[http]").unwrap().http.unwrap();
-        assert_eq!(http, HttpConfig { enabled: true, address: "127.0.0.1:8081".into(), api_key: None });
+        assert_eq!(http, HttpConfig { enabled: true, address: "127.0.0.1:8081".into(), api_key: None, tls: None });
         assert_eq!(http.read_api_key(), Ok(None));
     }
 
     #[test]
-    fn a_key_file_is_relative_to_the_config_file() {
-        let http = parse("[http]\naddress = \"0.0.0.0:9000\"\napi_key = { file = \"secrets/api\" }").unwrap().http;
+    fn key_and_tls_files_are_relative_to_the_config_file() {
+        let http = parse(
+            "[http]\naddress = \"0.0.0.0:9000\"\napi_key = { file = \"secrets/api\" }\n\
+             tls = { cert_file = \"tls/cert.pem\", key_file = \"/etc/ferry/key.pem\" }",
+        )
+        .unwrap()
+        .http;
         let http = http.unwrap();
         assert_eq!(http.address, "0.0.0.0:9000");
         assert_eq!(http.api_key, Some(SecretSource::File("conf/secrets/api".into())));
+        let tls = http.tls.unwrap();
+        assert_eq!((tls.cert_file, tls.key_file), ("conf/tls/cert.pem".into(), "/etc/ferry/key.pem".into()));
     }
 
     #[test]
@@ -128,6 +151,8 @@ streams = [{ stream = "demo", topic = "random" }]
             ("[http]\napi_key = \"written-in-the-file\"", &["conf/ferry.toml", "api_key"]),
             ("[http]\napi_key = { env = \"\" }", &["[http] api_key", "is not an environment variable name"]),
             ("[http]\nenabled = \"yes\"", &["conf/ferry.toml", "enabled"]),
+            ("[http]\ntls = { cert_file = \"c.pem\" }", &["conf/ferry.toml", "missing field `key_file`"]),
+            ("[http]\ntls = { cert_file = \"c.pem\", key_file = \"k.pem\", ca = 1 }", &["unknown field `ca`"]),
         ] {
             let error = problem(http);
             for word in words {

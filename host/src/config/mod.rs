@@ -53,7 +53,7 @@ pub use bounds::MAX_POOL_RESERVATION;
 pub use bytesize::ByteSize;
 pub use connector::ConnectorConfig;
 pub use env::ENV_PREFIX;
-pub use http::HttpConfig;
+pub use http::{HttpConfig, HttpTls};
 pub use iggy::{Credentials, IggyConfig, Secret, TlsConfig, Transport};
 pub use postgres::PostgresConfig;
 pub use sandbox::{DirGrant, Grants, Limits, SecretSource, split_host_port};
@@ -271,8 +271,14 @@ impl Config {
                 resolve(path);
             }
         }
-        if let Some(SecretSource::File(path)) = self.http.as_mut().and_then(|h| h.api_key.as_mut()) {
-            resolve(path);
+        if let Some(http) = &mut self.http {
+            if let Some(SecretSource::File(path)) = &mut http.api_key {
+                resolve(path);
+            }
+            if let Some(tls) = &mut http.tls {
+                resolve(&mut tls.cert_file);
+                resolve(&mut tls.key_file);
+            }
         }
     }
 
