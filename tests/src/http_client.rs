@@ -3,6 +3,7 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::harness::PATIENCE;
@@ -34,8 +35,38 @@ pub fn get(address: &str, path: &str, headers: &[(&str, &str)]) -> std::io::Resu
 
 /// `METHOD path` from the server at `address`.
 pub fn request(address: &str, method: &str, path: &str, headers: &[(&str, &str)]) -> std::io::Result<Response> {
-    let mut stream = TcpStream::connect(address)?;
+    exchange(connect(address)?, address, method, path, headers)
+}
+
+/// `GET path` over HTTPS from the server at `address`, trusting only the certificate
+/// `ca` (DER) for the name `localhost`.
+pub fn get_tls(address: &str, path: &str, headers: &[(&str, &str)], ca: &[u8]) -> std::io::Result<Response> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(rustls_pki_types::CertificateDer::from(ca.to_vec())).map_err(std::io::Error::other)?;
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .map_err(std::io::Error::other)?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let name = rustls_pki_types::ServerName::try_from("localhost").map_err(std::io::Error::other)?;
+    let connection = rustls::ClientConnection::new(Arc::new(config), name).map_err(std::io::Error::other)?;
+    exchange(rustls::StreamOwned::new(connection, connect(address)?), address, "GET", path, headers)
+}
+
+fn connect(address: &str) -> std::io::Result<TcpStream> {
+    let stream = TcpStream::connect(address)?;
     stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+    Ok(stream)
+}
+
+/// Send one request on `stream` and read the answer until the server closes it.
+fn exchange(
+    mut stream: impl Read + Write,
+    address: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> std::io::Result<Response> {
     let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n");
     for (name, value) in headers {
         head.push_str(&format!("{name}: {value}\r\n"));

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::process::{Ferry, Site, ferry, file_sink_table};
 use ferry_tests::components::{FAULTY_SOURCE, HOSTILE_SOURCE};
 use ferry_tests::free_port;
-use ferry_tests::http_client::{Response, get, get_until, request};
+use ferry_tests::http_client::{Response, get, get_tls, get_until, request};
 
 /// The `[state]`, `[local_log]` and `[http]` of every config here.
 fn head(port: u16, http: &str) -> String {
@@ -385,4 +385,56 @@ fn an_address_ferry_cannot_listen_on_stops_it_naming_the_key() {
         assert!(log.contains(words), "the error says {words:?}:\n{log}");
     }
     drop(taken);
+}
+
+/// A self-signed certificate for `localhost`: its PEM, its key's PEM, and its DER.
+fn certificate() -> (String, String, Vec<u8>) {
+    let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    (certified.cert.pem(), certified.signing_key.serialize_pem(), certified.cert.der().to_vec())
+}
+
+#[test]
+fn with_tls_the_api_speaks_https_only() {
+    let site = Site::new();
+    let (cert, key, der) = certificate();
+    std::fs::create_dir(site.path("tls")).unwrap();
+    std::fs::write(site.path("tls/cert.pem"), cert).unwrap();
+    std::fs::write(site.path("tls/key.pem"), key).unwrap();
+    let port = free_port();
+    let address = format!("127.0.0.1:{port}");
+    let http = r#"api_key = { env = "FERRY_TEST_API_KEY" }
+tls = { cert_file = "tls/cert.pem", key_file = "tls/key.pem" }"#;
+    let text = format!("{}{}", head(port, http), faulty("feed", "max_count = 30", ""));
+    let config = site.config("ferry.toml", &text);
+    let mut run = Ferry::start(&config, &[("FERRY_TEST_API_KEY", API_KEY)]);
+    run.wait_until_logged(&[&format!("HTTP API listening on https://{address}")]);
+
+    let feed = get_tls(&address, "/sources/feed", &[("api-key", API_KEY)], &der).unwrap();
+    assert_eq!(feed.status, 200, "{feed:?}");
+    assert_eq!(feed.json()["key"], "feed");
+    let refused = get_tls(&address, "/sources/feed", &[], &der).unwrap();
+    assert_eq!(refused.status, 401, "the key is still required over TLS: {refused:?}");
+    assert!(get(&address, "/health", &[]).is_err(), "plain HTTP gets no answer");
+    let (_, _, stranger) = certificate();
+    assert!(get_tls(&address, "/health", &[], &stranger).is_err(), "a client trusting another certificate refuses it");
+
+    run.signal(Signal::SIGTERM);
+    assert!(run.wait().success(), "{}", run.log());
+
+    // A key file that holds no key, and a certificate file that is not there: each
+    // stops ferry run, naming the key and the file.
+    for (cert_file, key_file, words) in [
+        ("tls/cert.pem", "tls/cert.pem", ["[http] tls.key_file", "tls/cert.pem: holds no private key"]),
+        ("tls/missing.pem", "tls/key.pem", ["[http] tls.cert_file", "tls/missing.pem: cannot open it"]),
+    ] {
+        let http = format!(r#"tls = {{ cert_file = "{cert_file}", key_file = "{key_file}" }}"#);
+        let config =
+            site.config("ferry.toml", &format!("{}{}", head(port, &http), faulty("feed", "max_count = 30", "")));
+        let mut run = Ferry::start(&config, &[]);
+        assert!(!run.wait().success(), "{}", run.log());
+        let log = run.log();
+        for words in words.iter().chain(&["ferry.toml"]) {
+            assert!(log.contains(words), "the error says {words:?}:\n{log}");
+        }
+    }
 }

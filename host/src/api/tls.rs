@@ -29,7 +29,8 @@ const HANDSHAKE: Duration = Duration::from_secs(10);
 /// The server's TLS settings from `[http] tls`; the error names the key and the file.
 pub(super) fn server_config(tls: &HttpTls) -> Result<Arc<ServerConfig>, String> {
     let read = |path, key: &str| {
-        files::read_regular(path, MAX_PEM_BYTES, key, "the limit for a PEM file").map_err(|e| format!("[http] {e}"))
+        files::read_regular(path, MAX_PEM_BYTES, key, "the limit for a PEM file")
+            .map_err(|e| format!("[http] {key}: {}: {}", e.path.display(), e.problem))
     };
     let chain = read(&tls.cert_file, "tls.cert_file")?;
     let at =
