@@ -249,3 +249,50 @@ fn gauge(encoder: &mut DescriptorEncoder, name: &str, help: &str, values: Sample
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::batch::NackReason;
+
+    #[test]
+    fn the_board_is_exported_under_iggy_and_ferry_names() {
+        let board = StatusBoard::new();
+        let source = board.reporter("orders", Role::Source, None, Some("acme"));
+        source.starting(1, crate::status::StartingFrom::Nothing);
+        source.acked(1, 5, 50, Some(7));
+        source.nacked(2, NackReason::DeliveryFailed, "the server is down");
+        futures::executor::block_on(source.timed(Stage::Deliver, async {}));
+        let sink = board.reporter("archive", Role::Sink, None, None);
+        sink.retried("busy");
+        sink.trapped("unreachable");
+
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry(board)).unwrap();
+        let orders = r#"connector_key="orders",connector_type="source",tenant="acme""#;
+        let archive = r#"connector_key="archive",connector_type="sink",tenant="""#;
+        for line in [
+            format!("iggy_connector_messages_sent_total{{{orders}}} 5"),
+            format!("iggy_connector_errors_total{{{orders}}} 1"),
+            format!("ferry_connector_nacks_total{{{orders},reason=\"delivery-failed\"}} 1"),
+            format!("ferry_connector_committed_generation{{{orders}}} 7"),
+            format!("ferry_connector_phase{{{orders},phase=\"running\"}} 1"),
+            format!("ferry_connector_phase{{{orders},phase=\"idle\"}} 0"),
+            format!("iggy_connector_stage_duration_seconds_count{{{orders},stage=\"deliver\"}} 1"),
+            format!("iggy_connector_stage_duration_seconds_bucket{{le=\"+Inf\",{orders},stage=\"deliver\"}} 1"),
+            format!("iggy_connector_stage_duration_seconds_count{{{orders},stage=\"ack\"}} 0"),
+            format!("ferry_connector_nacks_total{{{archive},reason=\"retry\"}} 1"),
+            format!("ferry_connector_traps_total{{{archive}}} 1"),
+            format!("iggy_connector_errors_total{{{archive}}} 2"),
+            format!("iggy_connector_stage_duration_seconds_count{{{archive},stage=\"write\"}} 0"),
+        ] {
+            assert!(text.lines().any(|l| l == line), "missing {line:?} in:\n{text}");
+        }
+        assert!(
+            !text.contains(&format!("iggy_connector_messages_consumed_total{{{orders}}}")),
+            "a source consumes nothing"
+        );
+        assert!(!text.contains(&format!("{orders},stage=\"write\"")), "a source has no write stage");
+        assert!(text.contains("# TYPE process_resident_memory_bytes gauge"), "{text}");
+    }
+}
