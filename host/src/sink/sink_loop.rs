@@ -263,11 +263,8 @@ fn slice(batch: &SinkBatch, part: &Range<usize>) -> SinkBatch {
     }
 }
 
-impl<E> Polled for Result<Option<SinkBatch>, E> {
+impl Polled for SinkBatch {
     fn messages(&self) -> usize {
-        match self {
-            Ok(Some(batch)) => batch.messages.len(),
-            _ => 0,
-        }
+        self.messages.len()
     }
 }

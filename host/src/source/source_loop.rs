@@ -142,11 +142,8 @@ impl SourceLoop<'_> {
     }
 }
 
-impl<E> Polled for Result<Option<Batch>, E> {
+impl Polled for Batch {
     fn messages(&self) -> usize {
-        match self {
-            Ok(Some(batch)) => batch.messages.len(),
-            _ => 0,
-        }
+        self.messages.len()
     }
 }

@@ -51,9 +51,18 @@ pub struct Written<'a> {
 }
 
 /// What a poll brought, for counting the messages polled: a source's guest's batch,
-/// a sink's input's batch.
+/// a sink's input's batch, and the result of a poll for one.
 pub trait Polled {
     fn messages(&self) -> usize;
+}
+
+impl<B: Polled, E> Polled for Result<Option<B>, E> {
+    fn messages(&self) -> usize {
+        match self {
+            Ok(Some(batch)) => batch.messages(),
+            _ => 0,
+        }
+    }
 }
 
 /// Lines about a connector's errors, NACKs and traps, per second on average.
