@@ -294,6 +294,23 @@ secrets = { open_error = { env = "FERRY_TEST_SECRET" } }"#
     assert_eq!(archive_state["committed"]["offsets"], json!({ "demo/feed": 60 }));
     assert_eq!(archive_state["committed"]["state_text"], archive_shown["state"]);
 
+    // The sink's side of the metrics: every message read and written, each write timed.
+    let metrics = get(&address, "/metrics", &key).unwrap().body;
+    assert_eq!(
+        sample_of(&metrics, "iggy_connector_messages_consumed_total", "archive", &[("connector_type", "sink")]),
+        60.0
+    );
+    assert_eq!(sample_of(&metrics, "iggy_connector_messages_processed_total", "archive", &[]), 60.0);
+    assert_eq!(sample_of(&metrics, "ferry_connector_dead_lettered_total", "archive", &[]), 0.0);
+    let batches = sample_of(&metrics, "ferry_connector_batches_total", "archive", &[]);
+    let writes = sample_of(&metrics, "iggy_connector_stage_duration_seconds_count", "archive", &[("stage", "write")]);
+    let saves =
+        sample_of(&metrics, "iggy_connector_stage_duration_seconds_count", "archive", &[("stage", "state_save")]);
+    assert!(
+        batches >= 1.0 && writes == batches && saves == batches,
+        "{batches} batches, {writes} writes, {saves} saves"
+    );
+
     // The status file says what the API says, once it has been written since.
     let status_of = |connector: &str| -> Value {
         let out = ferry(&["status", config.to_str().unwrap(), "--json"]);
