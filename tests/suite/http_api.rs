@@ -170,6 +170,9 @@ limits = {{ max_messages_per_batch = 20 }}
         nacks(m).is_some_and(|n| n >= 3.0)
             && sample(m, "ferry_connector_traps_total", &[("connector_key", "trapper")]) == Some(1.0)
             && sample(m, "iggy_connector_messages_sent_total", &[("connector_key", "steady")]) == Some(100.0)
+            // The last ACK is timed once the guest has answered it, after the count above.
+            && sample(m, "iggy_connector_stage_duration_seconds_count", &[("connector_key", "steady"), ("stage", "ack")])
+                == Some(20.0)
     });
     assert!(first.header("content-type").unwrap().starts_with("application/openmetrics-text"), "{first:?}");
     let m = &first.body;
