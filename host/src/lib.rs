@@ -18,10 +18,12 @@
 //!   the two stores batches are delivered to (an Iggy server, or the embedded log);
 //! * [`state`]: the committed cursors;
 //! * [`status`], [`shutdown`]: what operators see and how the host stops;
+//! * [`api`]: the HTTP API and Prometheus metrics over the status and the state;
 //! * [`host`]: all of the above wired together for `ferry run`;
 //! * [`cli`]: the `ferry` command line (here rather than in `main.rs`, so that tests
 //!   run exactly the code operators run).
 
+pub mod api;
 pub mod backoff;
 pub mod batch;
 pub mod cli;

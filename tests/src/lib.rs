@@ -6,6 +6,7 @@
 pub mod bench;
 pub mod faults;
 pub mod harness;
+pub mod http_client;
 pub mod iggy_server;
 pub mod logs;
 pub mod postgres_server;

@@ -12,6 +12,7 @@ mod crash;
 mod examples;
 mod faults;
 mod flow;
+mod http_api;
 mod iggy_live;
 mod iggy_sinks;
 mod iggy_tenants;

@@ -231,8 +231,4 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// Microseconds since the epoch, as an RFC 3339 time.
-fn format_micros(micros: u64) -> String {
-    let time = std::time::UNIX_EPOCH + std::time::Duration::from_micros(micros);
-    humantime::format_rfc3339_millis(time).to_string()
-}
+use crate::status::format_micros;

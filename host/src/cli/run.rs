@@ -3,6 +3,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 
+use crate::api;
 use crate::config::{Config, RuntimeConfig};
 use crate::host::Host;
 use crate::runtime::{Compiler, Isolation};
@@ -28,7 +29,14 @@ pub fn run(path: &Path) -> Result<ExitCode> {
             tracing::error!("second {name}: exiting without waiting for outstanding batches");
             std::process::exit(130);
         });
+        let api = match config.http.as_ref().filter(|http| http.enabled) {
+            Some(http) => Some(api::start(&config, http, host.status(), stop.clone()).await?),
+            None => None,
+        };
         let report = host.run(stop).await;
+        if let Some(api) = api {
+            api.stopped().await;
+        }
         if report.unsettled.is_empty() {
             tracing::info!("all connectors stopped cleanly");
             Ok(ExitCode::SUCCESS)

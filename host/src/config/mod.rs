@@ -33,6 +33,7 @@ mod compile_cache;
 mod connector;
 mod duration;
 mod env;
+mod http;
 mod iggy;
 mod postgres;
 mod sandbox;
@@ -54,6 +55,7 @@ pub use bytesize::ByteSize;
 pub use compile_cache::CompileCacheSetting;
 pub use connector::ConnectorConfig;
 pub use env::ENV_PREFIX;
+pub use http::{HttpConfig, HttpTls};
 pub use iggy::{Credentials, IggyConfig, Secret, TlsConfig, Transport};
 pub use postgres::PostgresConfig;
 pub use sandbox::{DirGrant, Grants, Limits, SecretSource, split_host_port};
@@ -98,6 +100,9 @@ pub struct Config {
     pub sources: Vec<SourceConfig>,
     #[serde(default)]
     pub sinks: Vec<SinkConfig>,
+    /// The HTTP API and metrics, when present.
+    #[serde(default)]
+    pub http: Option<HttpConfig>,
     /// The file this came from.
     #[serde(skip)]
     pub file: PathBuf,
@@ -228,6 +233,9 @@ impl Config {
         if let Some(iggy) = &config.iggy {
             iggy.validate().map_err(|p| error(format!("[iggy]: {p}")))?;
         }
+        if let Some(http) = &config.http {
+            http.validate().map_err(|p| error(format!("[http] {p}")))?;
+        }
         validate::validate(&config).map_err(error)?;
         Ok(config)
     }
@@ -269,6 +277,15 @@ impl Config {
         for server in self.postgres.values_mut() {
             if let Some(SecretSource::File(path)) = &mut server.password {
                 resolve(path);
+            }
+        }
+        if let Some(http) = &mut self.http {
+            if let Some(SecretSource::File(path)) = &mut http.api_key {
+                resolve(path);
+            }
+            if let Some(tls) = &mut http.tls {
+                resolve(&mut tls.cert_file);
+                resolve(&mut tls.key_file);
             }
         }
     }

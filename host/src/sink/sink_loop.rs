@@ -27,7 +27,7 @@ use crate::exit::{Exit, FailureStreak};
 use crate::runtime::SinkInstance;
 use crate::runtime::bindings::sink_export::WriteResult;
 use crate::shutdown::Shutdown;
-use crate::status::{Reporter, Written};
+use crate::status::{Polled, Reporter, Stage, Written};
 
 pub(super) struct SinkLoop<'a> {
     pub connector: &'a SinkConnector,
@@ -62,7 +62,7 @@ impl SinkLoop<'_> {
 
         while !self.shutdown.is_requested() {
             // 1. Read the next batch.
-            let batch = match self.reader.next(budget).await {
+            let batch = match self.status.polled(self.reader.next(budget)).await {
                 Ok(Some(batch)) => batch,
                 Ok(None) => {
                     self.status.idle();
@@ -129,7 +129,8 @@ impl SinkLoop<'_> {
             let messages =
                 if part.len() == batch.messages.len() { Cow::Borrowed(batch) } else { Cow::Owned(slice(batch, &part)) };
             loop {
-                let answer = self.instance.write(&messages).await.map_err(Exit::Trapped)?;
+                let answer =
+                    self.status.timed(Stage::Write, self.instance.write(&messages)).await.map_err(Exit::Trapped)?;
                 match self.judge(answer, &part) {
                     Step::Written => break,
                     Step::Dead(poison) => {
@@ -208,7 +209,7 @@ impl SinkLoop<'_> {
         let timeout = self.connector.settings.delivery_timeout;
         loop {
             let delivery = dead_letters.deliver(&self.connector.key, batch, dead);
-            let problem = match tokio::time::timeout(timeout, delivery).await {
+            let problem = match self.status.timed(Stage::DeadLetters, tokio::time::timeout(timeout, delivery)).await {
                 Ok(Ok(())) => return Ok(()),
                 Ok(Err(error)) => error.to_string(),
                 Err(_) => format!("it took longer than {timeout:?}"),
@@ -226,7 +227,7 @@ impl SinkLoop<'_> {
         streak: &mut FailureStreak,
     ) -> Result<Option<u64>, Exit> {
         loop {
-            match self.reader.commit(batch).await {
+            match self.status.timed(Stage::StateSave, self.reader.commit(batch)).await {
                 Ok(generation) => return Ok(generation),
                 Err(error) => {
                     let reason = format!("written, but the offset was not stored: {error}");
@@ -259,5 +260,11 @@ fn slice(batch: &SinkBatch, part: &Range<usize>) -> SinkBatch {
         topic: batch.topic.clone(),
         partition: batch.partition,
         messages: batch.messages[part.clone()].to_vec(),
+    }
+}
+
+impl Polled for SinkBatch {
+    fn messages(&self) -> usize {
+        self.messages.len()
     }
 }

@@ -24,7 +24,7 @@ use crate::delivery::{Delivery, DeliveryError};
 use crate::exit::{Exit, FailureStreak};
 use crate::runtime::{CallError, SourceInstance};
 use crate::shutdown::Shutdown;
-use crate::status::Reporter;
+use crate::status::{Polled, Reporter, Stage};
 
 pub(super) struct SourceLoop<'a> {
     pub connector: &'a SourceConnector,
@@ -47,7 +47,7 @@ impl SourceLoop<'_> {
 
         while !self.shutdown.is_requested() {
             // 1. Poll.
-            let batch = match self.instance.poll().await {
+            let batch = match self.status.polled(self.instance.poll()).await {
                 Ok(Some(batch)) => batch,
                 Ok(None) => {
                     self.status.idle();
@@ -70,7 +70,7 @@ impl SourceLoop<'_> {
             let result = self.settle(batch).await;
 
             // 4. ACK or NACK.
-            if let Err(trap) = self.instance.on_batch_result(id, &result).await {
+            if let Err(trap) = self.status.timed(Stage::Ack, self.instance.on_batch_result(id, &result)).await {
                 return Exit::Trapped(trap);
             }
             match result {
@@ -113,7 +113,8 @@ impl SourceLoop<'_> {
             messages: Arc::new(messages),
         };
         let timeout = self.connector.settings.delivery_timeout;
-        let receipt = match tokio::time::timeout(timeout, self.connector.target.deliver(&delivery)).await {
+        let delivered = tokio::time::timeout(timeout, self.connector.target.deliver(&delivery));
+        let receipt = match self.status.timed(Stage::Deliver, delivered).await {
             Ok(Ok(receipt)) => receipt,
             Ok(Err(DeliveryError::Failed(detail))) => return nack(NackReason::DeliveryFailed, detail),
             Ok(Err(DeliveryError::Rejected(detail))) => return nack(NackReason::Rejected, detail),
@@ -121,20 +122,28 @@ impl SourceLoop<'_> {
         };
         let generation = match staged_state {
             None => None,
-            Some(state) => match self.connector.cursor.commit(state.clone(), receipt).await {
-                Ok(committed) => {
-                    self.committed = Some(state);
-                    Some(committed.generation)
+            Some(state) => {
+                match self.status.timed(Stage::StateSave, self.connector.cursor.commit(state.clone(), receipt)).await {
+                    Ok(committed) => {
+                        self.committed = Some(state);
+                        Some(committed.generation)
+                    }
+                    Err(error) => {
+                        return nack(
+                            NackReason::StateSaveFailed,
+                            format!("delivered, but the cursor was not saved: {error}"),
+                        );
+                    }
                 }
-                Err(error) => {
-                    return nack(
-                        NackReason::StateSaveFailed,
-                        format!("delivered, but the cursor was not saved: {error}"),
-                    );
-                }
-            },
+            }
         };
         self.status.acked(id, count, bytes, generation);
         BatchResult::Ack
+    }
+}
+
+impl Polled for Batch {
+    fn messages(&self) -> usize {
+        self.messages.len()
     }
 }

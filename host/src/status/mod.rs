@@ -8,6 +8,7 @@
 mod file;
 mod progress;
 mod reporter;
+mod stages;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,7 +23,8 @@ use crate::contract::Role;
 
 pub use file::{StatusFile, keep_written, read_status_file, status_file_path, write_final};
 pub use progress::log_progress;
-pub use reporter::{Reporter, StartingFrom, Written};
+pub use reporter::{Polled, Reporter, StartingFrom, Written};
+pub use stages::{BUCKETS, HistogramSnapshot, Stage, StageTimes};
 
 /// Where a connector is in its life.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
@@ -43,6 +45,29 @@ pub enum Phase {
     Stopped,
 }
 
+impl Phase {
+    /// Its name, as in status output (`running`, `failed`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Starting => "starting",
+            Phase::Running => "running",
+            Phase::Idle => "idle",
+            Phase::Failed => "failed",
+            Phase::Refused => "refused",
+            Phase::Stopped => "stopped",
+        }
+    }
+
+    /// Every phase, for metrics that show each one.
+    pub const ALL: [Phase; 6] =
+        [Phase::Starting, Phase::Running, Phase::Idle, Phase::Failed, Phase::Refused, Phase::Stopped];
+
+    /// Running or idle: doing its job.
+    pub fn is_healthy(self) -> bool {
+        matches!(self, Phase::Running | Phase::Idle)
+    }
+}
+
 /// One connector's status.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct ConnectorStatus {
@@ -60,6 +85,10 @@ pub struct ConnectorStatus {
     pub messages_delivered: u64,
     pub bytes_delivered: u64,
     pub nacks: u64,
+    /// NACKs (a sink: retries) by reason, `delivery-failed`, `retry`, ...; they add
+    /// up to `nacks`.
+    #[serde(default)]
+    pub nacks_by_reason: BTreeMap<String, u64>,
     pub consecutive_nacks: u32,
     pub traps: u64,
     pub guest_errors: u64,
@@ -74,6 +103,10 @@ pub struct ConnectorStatus {
     /// Messages a sink could never write, handed to its dead-letter destination.
     #[serde(default)]
     pub dead_lettered: u64,
+    /// Messages a source's guest produced (in batches delivered or not), or a sink
+    /// read from its input to hand its guest.
+    #[serde(default)]
+    pub messages_polled: u64,
     /// Whether the current instance has been idle yet (to log that once).
     #[serde(skip)]
     pub idled_this_instance: bool,
@@ -163,16 +196,21 @@ impl Event {
 
 /// Counters the sandbox bumps on hot paths (every call, every guest log line), so
 /// they are atomics rather than fields behind the board's lock.
+/// The time each stage of the loop takes and the messages polled are here too: they
+/// change on every batch.
 #[derive(Debug, Default)]
 pub struct Meters {
     pub fuel_consumed: Arc<AtomicU64>,
     pub log_lines_dropped: Arc<AtomicU64>,
+    pub messages_polled: AtomicU64,
+    pub stages: StageTimes,
 }
 
 impl Meters {
     fn fill(&self, status: &mut ConnectorStatus) {
         status.fuel_consumed = self.fuel_consumed.load(Ordering::Relaxed);
         status.log_lines_dropped = self.log_lines_dropped.load(Ordering::Relaxed);
+        status.messages_polled = self.messages_polled.load(Ordering::Relaxed);
     }
 }
 
@@ -228,8 +266,13 @@ impl StatusBoard {
         Some(status)
     }
 
+    /// The sandbox and stage meters of one connector (for `/metrics`).
+    pub fn meters(&self, key: &str) -> Option<Arc<Meters>> {
+        self.meters.lock().unwrap_or_else(|e| e.into_inner()).get(key).cloned()
+    }
+
     fn fill_meters(&self, status: &mut ConnectorStatus) {
-        if let Some(meters) = self.meters.lock().unwrap_or_else(|e| e.into_inner()).get(&status.key) {
+        if let Some(meters) = self.meters(&status.key) {
             meters.fill(status);
         }
     }
@@ -259,6 +302,12 @@ pub fn connector_span(key: &str, tenant: Option<&str>) -> tracing::Span {
         Some(tenant) => tracing::info_span!("connector", key = %key, tenant = %tenant),
         None => tracing::info_span!("connector", key = %key),
     }
+}
+
+/// Microseconds since the epoch, as an RFC 3339 time.
+pub fn format_micros(micros: u64) -> String {
+    let time = UNIX_EPOCH + std::time::Duration::from_micros(micros);
+    humantime::format_rfc3339_millis(time).to_string()
 }
 
 pub(crate) fn now_micros() -> u64 {

@@ -9,8 +9,10 @@
 //! rate-limited per connector (every count in status stays exact).
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
 
-use super::{ConnectorStatus, Event, Meters, Phase, StatusBoard};
+use super::{ConnectorStatus, Event, Meters, Phase, Stage, StatusBoard};
 use crate::batch::NackReason;
 use crate::guest_text::{self, MAX_MESSAGE};
 use crate::rate_limit::RateLimit;
@@ -48,6 +50,21 @@ pub struct Written<'a> {
     pub generation: Option<u64>,
 }
 
+/// What a poll brought, for counting the messages polled: a source's guest's batch,
+/// a sink's input's batch, and the result of a poll for one.
+pub trait Polled {
+    fn messages(&self) -> usize;
+}
+
+impl<B: Polled, E> Polled for Result<Option<B>, E> {
+    fn messages(&self) -> usize {
+        match self {
+            Ok(Some(batch)) => batch.messages(),
+            _ => 0,
+        }
+    }
+}
+
 /// Lines about a connector's errors, NACKs and traps, per second on average.
 const PROBLEM_LINES_PER_SECOND: u32 = 10;
 /// ... and at once.
@@ -77,6 +94,22 @@ impl Reporter {
     /// The connector's sandbox counters.
     pub fn meters(&self) -> &Meters {
         &self.meters
+    }
+
+    /// Run one stage of the loop, timing it into the connector's histogram of that
+    /// stage: the loop's one call for the stage.
+    pub async fn timed<T>(&self, stage: Stage, work: impl Future<Output = T>) -> T {
+        let started = Instant::now();
+        let output = work.await;
+        self.meters.stages.observe(stage, started.elapsed());
+        output
+    }
+
+    /// [`Reporter::timed`] for [`Stage::Poll`], also counting the messages polled.
+    pub async fn polled<P: Polled>(&self, poll: impl Future<Output = P>) -> P {
+        let output = self.timed(Stage::Poll, poll).await;
+        self.meters.messages_polled.fetch_add(output.messages() as u64, Ordering::Relaxed);
+        output
     }
 
     fn update(&self, event: Event, change: impl FnOnce(&mut ConnectorStatus)) {
@@ -143,6 +176,7 @@ impl Reporter {
         let event = Event::Nacked { key: self.key.clone(), batch, reason, detail };
         self.update(event, |s| {
             s.nacks += 1;
+            *s.nacks_by_reason.entry(reason.as_str().to_string()).or_default() += 1;
             s.consecutive_nacks += 1;
             s.last_error = Some(last_error);
         });
@@ -192,6 +226,7 @@ impl Reporter {
         let last_error = format!("retry: {reason}");
         self.update(Event::Retried { key: self.key.clone(), reason }, |s| {
             s.nacks += 1;
+            *s.nacks_by_reason.entry("retry".to_string()).or_default() += 1;
             s.consecutive_nacks += 1;
             s.last_error = Some(last_error);
         });

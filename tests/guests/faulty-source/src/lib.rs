@@ -5,7 +5,12 @@
 //!
 //! * `trap_on_poll = K`: panic (a trap) on its K-th poll;
 //! * `fail_from_poll = K`: return an error from its K-th poll on;
-//! * `fail_open = true`: refuse to open.
+//! * `fail_open = true`: refuse to open;
+//! * `open_error = "..."`: refuse to open with this message (a test hands it as a
+//!   secret, to see that a guest repeating its secret cannot leak it through the
+//!   host's API);
+//! * `open_when_exists = "/gate/open"`: refuse to open until this file exists (in a
+//!   granted directory), so that a test decides when the connector starts running.
 //!
 //! Counting is per instance, so a restarted instance makes progress again before
 //! misbehaving: a test sees traps *and* every record delivered.
@@ -25,6 +30,10 @@ struct Config {
     fail_from_poll: Option<u64>,
     #[serde(default)]
     fail_open: bool,
+    #[serde(default)]
+    open_error: Option<String>,
+    #[serde(default)]
+    open_when_exists: Option<String>,
 }
 
 fn five() -> u64 {
@@ -48,6 +57,14 @@ impl Source for FaultySource {
     fn open(config: Config, cursor: &Cursor) -> Result<Self, Error> {
         if config.fail_open {
             return Err(Error::msg("configured to refuse to open"));
+        }
+        if let Some(message) = &config.open_error {
+            return Err(Error::msg(format!("configured to refuse to open: {message}")));
+        }
+        if let Some(gate) = &config.open_when_exists
+            && std::fs::metadata(gate).is_err()
+        {
+            return Err(Error::msg(format!("configured to wait for {gate} before opening")));
         }
         ferry_guest::info!("faulty source opened at seq {}", cursor.next_seq);
         Ok(FaultySource { config, polls: 0 })
