@@ -57,7 +57,6 @@ pub const BUCKETS: [f64; 16] =
 struct Histogram {
     /// Observations per bucket (not cumulative); the last one is +Inf.
     buckets: [AtomicU64; BUCKETS.len() + 1],
-    count: AtomicU64,
     sum_nanos: AtomicU64,
 }
 
@@ -83,7 +82,6 @@ impl StageTimes {
         let seconds = took.as_secs_f64();
         let bucket = BUCKETS.iter().position(|bound| seconds <= *bound).unwrap_or(BUCKETS.len());
         histogram.buckets[bucket].fetch_add(1, Ordering::Relaxed);
-        histogram.count.fetch_add(1, Ordering::Relaxed);
         let nanos = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
         histogram.sum_nanos.fetch_add(nanos, Ordering::Relaxed);
     }
