@@ -71,7 +71,8 @@ pub async fn supervise<C: Supervised>(runtime: Arc<Runtime>, connector: C, statu
     // One log budget for every instance: restarting must not refill it.
     let log_budget =
         LogBudget::new(limits.log_lines_per_second, limits.log_burst, status.meters().log_lines_dropped.clone());
-    let mut instance = 0;
+    // Counting on from the instances before (a restart by an operator, a reload).
+    let mut instance = status.instances();
     while !shutdown.is_requested() {
         instance += 1;
         let log = GuestLog::new(tracing::Span::current(), log_budget.clone());

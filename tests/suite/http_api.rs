@@ -353,7 +353,8 @@ secrets = { open_error = { env = "FERRY_TEST_SECRET" } }"#
         ("GET", "/sinks/feed", 404, "`feed` is a source, not a sink"),
         ("GET", "/sources/archive/state", 404, "`archive` is a sink, not a source"),
         ("GET", "/nowhere", 404, "no endpoint GET /nowhere"),
-        ("DELETE", "/sources/feed/state", 405, "answers GET only, not DELETE"),
+        ("PUT", "/sources/feed/state", 405, "/sources/feed/state does not answer PUT"),
+        ("POST", "/sources/feed/explode", 404, "no action `explode`"),
     ] {
         let answer = request(&address, method, path, &key).unwrap();
         assert_eq!(answer.status, status, "{method} {path}: {answer:?}");

@@ -8,6 +8,7 @@ mod bad_config;
 mod bad_input;
 mod compile_bombs;
 mod compile_cache;
+mod control;
 mod crash;
 mod examples;
 mod faults;

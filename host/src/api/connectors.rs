@@ -43,6 +43,11 @@ impl View<'_> {
         self.status.as_ref().is_some_and(|s| s.phase.is_healthy())
     }
 
+    /// Running, idle, or paused by an operator.
+    pub fn as_intended(&self) -> bool {
+        self.status.as_ref().is_some_and(|s| s.phase.is_as_intended())
+    }
+
     /// Its status, or an empty one naming it when it is not on the board.
     pub fn status_or_empty(&self) -> ConnectorStatus {
         self.status.clone().unwrap_or_else(|| ConnectorStatus {

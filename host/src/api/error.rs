@@ -38,8 +38,8 @@ pub(super) async fn no_such_endpoint(method: Method, uri: Uri) -> ApiError {
     ApiError::not_found(format!("no endpoint {method} {}", uri.path()))
 }
 
-/// A route asked with a method it does not answer (everything here is GET).
+/// A route asked with a method it does not answer.
 pub(super) async fn method_not_allowed(method: Method, uri: Uri) -> Response {
-    let message = format!("{} answers GET only, not {method}", uri.path());
+    let message = format!("{} does not answer {method}", uri.path());
     (StatusCode::METHOD_NOT_ALLOWED, Json(json!({ "error": message }))).into_response()
 }

@@ -1,9 +1,11 @@
 //! `/health` and `/ready`.
 //!
-//! `/health` is real: 200 only when every enabled connector is running or idle;
-//! otherwise 503, listing each one that is not with its phase and last error (a
-//! connector starting, failed and waiting to restart, refused, or stopped). Iggy's
-//! runtime answers `{"status": "healthy"}`; Ferry adds the connectors.
+//! `/health` is real: 200 only when every enabled connector is running or idle (or
+//! paused by an operator: what was asked for is not a fault, and a liveness probe
+//! that restarted ferry for it would silently resume it); otherwise 503, listing
+//! each one that is not with its phase and last error (a connector starting, failed
+//! and waiting to restart, refused, or stopped). Iggy's runtime answers
+//! `{"status": "healthy"}`; Ferry adds the connectors.
 //!
 //! `/ready` is 200 once ferry has set every enabled connector going (each has been
 //! through its first start: it runs, or it failed or was refused, which `/health`
@@ -25,7 +27,7 @@ pub(super) async fn health(State(api): State<Arc<Api>>) -> Response {
     let enabled: Vec<&View> = views.iter().filter(|v| v.config.enabled()).collect();
     let unhealthy: Vec<_> = enabled
         .iter()
-        .filter(|view| !view.healthy())
+        .filter(|view| !view.as_intended())
         .map(|view| {
             json!({
                 "key": view.config.key(),

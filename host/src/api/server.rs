@@ -3,18 +3,20 @@
 //! requests in flight finish.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use axum::Router;
+use axum::extract::FromRef;
 use axum::middleware;
-use axum::routing::get;
+use axum::routing::{get, post};
 use tokio::net::TcpListener;
+use tokio::sync::watch;
 
-use super::{Api, auth, connectors, error, health, metrics, process, redact, state, stats, tls};
+use super::{Api, auth, connectors, control, error, health, metrics, process, redact, state, stats, tls};
 use crate::config::{Config, HttpConfig};
+use crate::host::Host;
 use crate::shutdown::Shutdown;
-use crate::status::StatusBoard;
 
 /// How long requests in flight may take to finish once shutdown is requested.
 const DRAIN: Duration = Duration::from_secs(5);
@@ -46,13 +48,13 @@ impl ApiServer {
     }
 }
 
-/// Listen on `[http] address` and serve the API over `board` until `shutdown`.
-pub async fn start(
-    config: &Config,
-    http: &HttpConfig,
-    board: Arc<StatusBoard>,
-    shutdown: Shutdown,
-) -> Result<ApiServer, StartError> {
+/// Listen on `[http] address` and serve the API over `host` (its status board, the
+/// config in force, its control) until `shutdown`.
+pub async fn start(http: &HttpConfig, host: &mut Host, shutdown: Shutdown) -> Result<ApiServer, StartError> {
+    let Some(config_in_force) = host.config_in_force() else {
+        return Err(StartError("the HTTP API needs a host started from a config file".to_string()));
+    };
+    let config = config_in_force.borrow().clone();
     let file = config.file.display();
     let api_key = http.read_api_key().map_err(|p| StartError(format!("{file}: {p}")))?;
     let tls = http.tls.as_ref().map(tls::server_config).transpose().map_err(|p| StartError(format!("{file}: {p}")))?;
@@ -65,18 +67,24 @@ pub async fn start(
     if api_key.is_none() && !address.ip().is_loopback() {
         tracing::warn!(
             "the HTTP API on {address} has no api_key: anyone who reaches it can read every connector's status \
-             and state"
+             and state, and pause, restart or reload them"
         );
     }
+    let board = host.status();
+    let api_key: Option<Arc<str>> = api_key.map(Arc::from);
     let api = Arc::new(Api {
-        config: Arc::new(config.clone()),
-        redactor: redact::Redactor::from_config(config, api_key.as_deref()),
-        registry: metrics::registry(board.clone()),
+        redactor: redact::Redactor::from_config(&config, api_key.as_deref()),
+        config: config.clone(),
+        registry: Arc::new(metrics::registry(board.clone())),
         board,
         shutdown: shutdown.clone(),
-        cpu: process::CpuMeter::new(),
+        cpu: Arc::new(process::CpuMeter::new()),
+        control: host.control(),
+        api_key: api_key.clone(),
     });
-    let app = routes(api, api_key.map(Arc::from));
+    let live = Live(Arc::new(RwLock::new(api)));
+    tokio::spawn(follow_reloads(live.clone(), config_in_force, shutdown.clone()));
+    let app = routes(live, api_key);
     let task = match tls {
         None => {
             tracing::info!("HTTP API listening on http://{address}");
@@ -101,24 +109,49 @@ where
     }
 }
 
-/// Every endpoint, behind the API key. All of them only read. Endpoints that steer
-/// a connector (`POST /sources/{key}/restart`, `/pause`, `/resume`, `DELETE
-/// /sources/{key}/state`, `POST /reload`) belong in a module of their own, added
-/// here with `post`/`delete` next to the `get` of the same path.
-fn routes(api: Arc<Api>, api_key: Option<Arc<str>>) -> Router {
+/// The API over the config in force: handlers take an `Arc<Api>` (see the
+/// `FromRef` below), which a reload replaces for the requests after it.
+#[derive(Clone)]
+struct Live(Arc<RwLock<Arc<Api>>>);
+
+impl FromRef<Live> for Arc<Api> {
+    fn from_ref(live: &Live) -> Arc<Api> {
+        live.0.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+/// Keep `live` on the config in force until `shutdown`.
+async fn follow_reloads(live: Live, mut config_in_force: watch::Receiver<Arc<Config>>, mut shutdown: Shutdown) {
+    loop {
+        tokio::select! {
+            changed = config_in_force.changed() => if changed.is_err() { return },
+            _ = shutdown.requested() => return,
+        }
+        let config = config_in_force.borrow_and_update().clone();
+        let mut api = live.0.write().unwrap_or_else(|e| e.into_inner());
+        *api = Arc::new(api.with_config(config));
+    }
+}
+
+/// Every endpoint, behind the API key: the reads, and next to them (same path, the
+/// other method) the orders of `control.rs`.
+fn routes(live: Live, api_key: Option<Arc<str>>) -> Router {
     Router::new()
         .route("/health", get(health::health))
         .route("/ready", get(health::ready))
         .route("/stats", get(stats::stats))
         .route("/metrics", get(metrics::metrics))
+        .route("/reload", post(control::reload))
         .route("/sources", get(connectors::sources))
         .route("/sources/{key}", get(connectors::source))
-        .route("/sources/{key}/state", get(state::source_state))
+        .route("/sources/{key}/state", get(state::source_state).delete(control::reset_source_state))
+        .route("/sources/{key}/{action}", post(control::source_action))
         .route("/sinks", get(connectors::sinks))
         .route("/sinks/{key}", get(connectors::sink))
-        .route("/sinks/{key}/state", get(state::sink_state))
+        .route("/sinks/{key}/state", get(state::sink_state).delete(control::reset_sink_state))
+        .route("/sinks/{key}/{action}", post(control::sink_action))
         .fallback(error::no_such_endpoint)
         .method_not_allowed_fallback(error::method_not_allowed)
-        .with_state(api)
+        .with_state(live)
         .layer(middleware::from_fn_with_state(api_key, auth::require_key))
 }

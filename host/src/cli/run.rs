@@ -5,10 +5,11 @@ use std::process::ExitCode;
 
 use crate::api;
 use crate::config::{Config, RuntimeConfig};
-use crate::host::Host;
+use crate::host::{Control, Host};
 use crate::runtime::{Compiler, Isolation};
 use crate::shutdown::{self, Signals};
 use anyhow::{Result, bail};
+use tokio::signal::unix::{Signal, SignalKind, signal};
 
 pub fn run(path: &Path) -> Result<ExitCode> {
     let config = Config::load(path)?;
@@ -16,7 +17,9 @@ pub fn run(path: &Path) -> Result<ExitCode> {
     runtime.block_on(async {
         let mut signals =
             Signals::listen().map_err(|e| anyhow::anyhow!("cannot listen for SIGINT and SIGTERM: {e}"))?;
-        let host = Host::from_config(&config, isolated_compiler(&config.runtime)?)?;
+        // Caught from now on: SIGHUP's default action would kill ferry during set-up.
+        let hangups = signal(SignalKind::hangup()).map_err(|e| anyhow::anyhow!("cannot listen for SIGHUP: {e}"))?;
+        let mut host = Host::from_config(&config, isolated_compiler(&config.runtime)?)?;
         if host.connector_count() == 0 {
             bail!("{}: no enabled [[sources]] or [[sinks]]; nothing to run", path.display());
         }
@@ -29,8 +32,9 @@ pub fn run(path: &Path) -> Result<ExitCode> {
             tracing::error!("second {name}: exiting without waiting for outstanding batches");
             std::process::exit(130);
         });
+        tokio::spawn(reload_on_hangup(hangups, host.control()));
         let api = match config.http.as_ref().filter(|http| http.enabled) {
-            Some(http) => Some(api::start(&config, http, host.status(), stop.clone()).await?),
+            Some(http) => Some(api::start(http, &mut host, stop.clone()).await?),
             None => None,
         };
         let report = host.run(stop).await;
@@ -45,6 +49,16 @@ pub fn run(path: &Path) -> Result<ExitCode> {
             Ok(ExitCode::FAILURE)
         }
     })
+}
+
+/// Reload the config at every SIGHUP (the host logs what changed, or why the new
+/// config was refused).
+async fn reload_on_hangup(mut hangups: Signal, control: Control) {
+    while hangups.recv().await.is_some() {
+        tracing::info!("SIGHUP received: reloading the config");
+        // The outcome is logged by the host; a refusal leaves everything running.
+        let _ = control.reload().await;
+    }
 }
 
 /// Components compiled in child processes of this binary, within `[runtime]`'s

@@ -126,8 +126,9 @@ macro_rules! connector_config {
 
 pub(crate) use connector_config;
 
-/// The part of a connector's config every role has.
-pub trait ConnectorConfig {
+/// The part of a connector's config every role has. (`Debug` shows all of it: a
+/// reload compares connectors by it, see `host::fingerprint`.)
+pub trait ConnectorConfig: std::fmt::Debug + Send + Sync {
     fn role(&self) -> Role;
     fn key(&self) -> &str;
     fn enabled(&self) -> bool;

@@ -1,5 +1,7 @@
 //! The host: the connectors of a config, each wired to its component, its input or
-//! target, and its state (see `wiring.rs`), run side by side until shutdown.
+//! target, and its state (see `wiring.rs`), run side by side until shutdown, and
+//! steered meanwhile (see `control.rs`: pause, resume, restart, reset a state,
+//! reload the config).
 //!
 //! Everything that can be checked before running is checked in [`Host::from_config`]
 //! (every component against the contract, every state file for corruption, every
@@ -10,24 +12,38 @@
 //! a component that cannot be compiled refuses the connectors that use it. What goes
 //! wrong later (a trap, a failing target) is one connector's problem, handled by its
 //! supervisor.
+//!
+//! * `fleet.rs`: the connectors and their tasks, each stoppable on its own;
+//! * `wiring.rs`: a config's connectors joined to components, targets and state;
+//! * `fingerprint.rs`: what a connector is made of, which a reload compares;
+//! * `control.rs`: the orders a running host takes; `act.rs` carries out those
+//!   about one connector, `reload.rs` a reload.
 
+mod act;
+pub mod control;
+mod fingerprint;
+mod fleet;
+mod reload;
 mod wiring;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tracing::Instrument;
+use tokio::sync::{mpsc, watch};
 
-use crate::config::ConfigError;
-use crate::runtime::{LoadError, Runtime, World};
+use crate::config::{Config, ConfigError};
+use crate::runtime::{LoadError, Runtime};
 use crate::shutdown::{self, Shutdown};
 use crate::sink::SinkConnector;
 use crate::source::SourceConnector;
 use crate::state::StateError;
-use crate::status::{self, Reporter, StatusBoard};
-use crate::supervisor::{Supervised, supervise};
+use crate::status::{self, StatusBoard};
+pub use control::Control;
+use control::Order;
+use fleet::Fleet;
 pub use wiring::engine_options;
+use wiring::{Reloadable, Wired};
 
 /// What stops a host from starting. (The problems are parts of the message, not
 /// error sources, so that a report of the chain says each thing once.)
@@ -37,6 +53,8 @@ pub enum SetupError {
     Config(#[from] ConfigError),
     #[error("connector `{key}`: {problem}")]
     Component { key: String, problem: LoadError },
+    #[error("connector `{key}`: {problem}")]
+    Compile { key: String, problem: Arc<LoadError> },
     #[error("connector `{key}`: {problem}")]
     State { key: String, problem: StateError },
     #[error("connector `{key}`: {problem}")]
@@ -57,26 +75,37 @@ pub struct RunReport {
 
 pub struct Host {
     runtime: Arc<Runtime>,
-    sources: Vec<(SourceConnector, Option<String>)>,
-    sinks: Vec<(SinkConnector, Option<String>)>,
+    fleet: Fleet,
     status: Arc<StatusBoard>,
     grace_period: Duration,
     progress_interval: Duration,
     status_file: Option<PathBuf>,
+    /// The config and wiring of a host built from a config file; a host put
+    /// together by hand (tests, benchmarks) can be steered but not reloaded.
+    reloadable: Option<Reloadable>,
+    /// The config in force, for readers that follow reloads (the HTTP API).
+    config_in_force: Option<watch::Sender<Arc<Config>>>,
+    control: Control,
+    orders: mpsc::Receiver<Order>,
 }
 
 impl Host {
     /// An empty host on `runtime`; add connectors with [`Host::add_source`] and
     /// [`Host::add_sink`].
     pub fn new(runtime: Arc<Runtime>) -> Host {
+        let status = StatusBoard::new();
+        let (control, orders) = control::channel();
         Host {
+            fleet: Fleet::new(runtime.clone(), status.clone()),
             runtime,
-            sources: Vec::new(),
-            sinks: Vec::new(),
-            status: StatusBoard::new(),
+            status,
             grace_period: Duration::from_secs(10),
             progress_interval: Duration::from_secs(10),
             status_file: None,
+            reloadable: None,
+            config_in_force: None,
+            control,
+            orders,
         }
     }
 
@@ -86,11 +115,11 @@ impl Host {
     }
 
     pub fn add_source(&mut self, connector: SourceConnector, name: Option<String>) {
-        self.sources.push((connector, name));
+        self.fleet.add(Wired::Source(connector, name), None);
     }
 
     pub fn add_sink(&mut self, connector: SinkConnector, name: Option<String>) {
-        self.sinks.push((connector, name));
+        self.fleet.add(Wired::Sink(connector, name), None);
     }
 
     pub fn set_grace_period(&mut self, grace_period: Duration) {
@@ -102,11 +131,24 @@ impl Host {
         self.status.clone()
     }
 
-    pub fn connector_count(&self) -> usize {
-        self.sources.len() + self.sinks.len()
+    /// What steers the host once it runs.
+    pub fn control(&self) -> Control {
+        self.control.clone()
     }
 
-    /// Run every connector until `shutdown`, then give them the grace period to settle.
+    /// The config in force, from now on and after every reload (`None` for a host
+    /// put together by hand).
+    pub fn config_in_force(&mut self) -> Option<watch::Receiver<Arc<Config>>> {
+        let config = self.reloadable.as_ref()?.config.clone();
+        Some(self.config_in_force.get_or_insert_with(|| watch::channel(config).0).subscribe())
+    }
+
+    pub fn connector_count(&self) -> usize {
+        self.fleet.len()
+    }
+
+    /// Run every connector until `shutdown`, obeying the orders of its [`Control`]
+    /// meanwhile, then give them the grace period to settle.
     pub async fn run(mut self, mut shutdown: Shutdown) -> RunReport {
         let (stop_helpers, helpers_shutdown) = shutdown::channel();
         let mut helpers = Vec::new();
@@ -119,30 +161,17 @@ impl Host {
         }
         helpers.push(tokio::spawn(status::log_progress(self.status.clone(), self.progress_interval, helpers_shutdown)));
 
-        let mut tasks = Vec::new();
-        for (connector, name) in std::mem::take(&mut self.sources) {
-            let (key, tenant) = (connector.key.clone(), connector.tenant.clone());
-            tasks.push(self.spawn(connector, key, tenant, name, &shutdown));
-        }
-        for (connector, name) in std::mem::take(&mut self.sinks) {
-            let (key, tenant) = (connector.key.clone(), connector.tenant.clone());
-            tasks.push(self.spawn(connector, key, tenant, name, &shutdown));
-        }
-        tracing::info!("{} connector(s) running", tasks.len());
-
-        shutdown.requested().await;
-        tracing::info!(grace_period = ?self.grace_period, "shutting down: letting outstanding batches settle");
-        let now = tokio::time::Instant::now();
-        // A grace period too long to add up is as good as forever.
-        let deadline = now.checked_add(self.grace_period).unwrap_or(now + Duration::from_secs(86_400 * 365));
-        let mut report = RunReport::default();
-        for (key, mut task, supervisor) in tasks {
-            if tokio::time::timeout_at(deadline, &mut task).await.is_err() {
-                supervisor.abort();
-                tracing::warn!(key = %key, "did not settle within the grace period; its last batch will be produced again");
-                report.unsettled.push(key.to_string());
+        self.fleet.start_all();
+        tracing::info!("{} connector(s) running", self.fleet.len());
+        loop {
+            tokio::select! {
+                _ = shutdown.requested() => break,
+                Some(order) = self.orders.recv() => self.obey(order, &shutdown).await,
             }
         }
+
+        tracing::info!(grace_period = ?self.grace_period, "shutting down: letting outstanding batches settle");
+        let report = RunReport { unsettled: self.fleet.stop_all(self.grace_period).await };
         stop_helpers.trigger();
         for helper in helpers {
             let _ = helper.await;
@@ -154,45 +183,17 @@ impl Host {
         }
         report
     }
-}
 
-impl Host {
-    /// Start supervising `connector` in its span: the task that reports its end, and
-    /// the handle that aborts it.
-    fn spawn<C: Supervised>(
-        &self,
-        connector: C,
-        key: Arc<str>,
-        tenant: Option<Arc<str>>,
-        name: Option<String>,
-        shutdown: &Shutdown,
-    ) -> Connector {
-        let span = status::connector_span(&key, tenant.as_deref());
-        let reporter = self.status.reporter(&key, <C::World as World>::ROLE, name, tenant.as_deref());
-        let supervisor = tokio::spawn(
-            supervise(self.runtime.clone(), connector, reporter.clone(), shutdown.clone()).instrument(span),
-        );
-        let abort = supervisor.abort_handle();
-        (key, tokio::spawn(report_a_crash(supervisor, reporter)), abort)
-    }
-}
-
-/// A connector's task: its key, the task that ends when its supervisor does, and
-/// what aborts the supervisor.
-type Connector = (Arc<str>, tokio::task::JoinHandle<()>, tokio::task::AbortHandle);
-
-/// Wait for a connector's supervisor; if it died of a panic (a bug in ferry), say so
-/// in its status instead of letting it look alive.
-async fn report_a_crash(supervisor: tokio::task::JoinHandle<()>, reporter: Reporter) {
-    if let Err(error) = supervisor.await
-        && error.is_panic()
-    {
-        let panic = error.into_panic();
-        let message = panic
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "a panic".into());
-        reporter.crashed(&message);
+    /// Carry out one order and answer it. (The one who asked may have gone; the
+    /// order is carried out all the same.)
+    async fn obey(&mut self, order: Order, shutdown: &Shutdown) {
+        match order {
+            Order::Act { role, key, action, answer } => {
+                let _ = answer.send(self.act(role, &key, action, shutdown).await);
+            }
+            Order::Reload { answer } => {
+                let _ = answer.send(self.reload(shutdown).await);
+            }
+        }
     }
 }

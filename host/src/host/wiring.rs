@@ -9,8 +9,10 @@ use std::sync::Arc;
 
 use tracing::Instrument;
 
+use super::fingerprint::{Digest, Fingerprint, fingerprint};
 use super::{Host, SetupError};
-use crate::config::{Allocator, ByteSize, Config, ConfigError, ConnectorConfig, IggyConfig, SinkConfig};
+use crate::config::{Allocator, ByteSize, Config, ConfigError, ConnectorConfig, IggyConfig, SinkConfig, SourceConfig};
+use crate::contract::Role;
 use crate::delivery::Target;
 use crate::grants::postgres::PgPools;
 use crate::iggy::{IggyInput, IggyTarget, Reading};
@@ -40,54 +42,75 @@ impl Host {
         host.progress_interval = config.runtime.progress_interval;
         host.status_file = Some(status::status_file_path(&config.state.path));
 
-        let mut wiring = Wiring::new(config, runtime)?;
+        let mut wiring = Wiring::new(config, runtime, options)?;
         // Everything that can refuse the config is checked for every connector before
         // any state is taken, so that a refusal leaves no state file behind.
-        let sources = config.sources.iter().filter(|s| s.enabled);
-        let sources: Vec<_> =
-            sources.map(|s| wiring.check::<SourceWorld>(s).map(|c| (s, c))).collect::<Result<_, _>>()?;
-        let sinks = config.sinks.iter().filter(|s| s.enabled);
-        let sinks: Vec<_> = sinks.map(|s| wiring.check::<SinkWorld>(s).map(|c| (s, c))).collect::<Result<_, _>>()?;
-
-        for (source, Checked { component, plugin_config, postgres }) in sources {
-            let connector = SourceConnector {
-                key: source.key.as_str().into(),
-                tenant: source.tenant.as_deref().map(Into::into),
-                component,
-                plugin_config,
-                streams: source.streams.clone().into(),
-                settings: SourceSettings::from_config(source),
-                sandbox: Sandbox { limits: source.limits.clone(), grants: source.grants.clone(), postgres },
-                target: wiring.target_of(source),
-                cursor: Arc::new(wiring.state_of(source)?),
-            };
-            host.add_source(connector, source.name.clone());
+        let enabled = config.connectors().filter(|c| c.enabled());
+        let checked: Vec<_> = enabled.map(|c| wiring.check(config, c)).collect::<Result<_, _>>()?;
+        for checked in checked {
+            let fingerprint = checked.fingerprint;
+            let wired = wiring.wire(config, checked)?;
+            host.fleet.add(wired, Some(fingerprint));
         }
-        for (sink, Checked { component, plugin_config, postgres }) in sinks {
-            let topics = sink.topics().map(|(stream, topic)| (stream.to_string(), topic.to_string())).collect();
-            let state = wiring.state_of(sink)?;
-            let connector = SinkConnector {
-                key: sink.key.as_str().into(),
-                tenant: sink.tenant.as_deref().map(Into::into),
-                component,
-                plugin_config,
-                settings: SinkSettings::from_config(sink),
-                sandbox: Sandbox { limits: sink.limits.clone(), grants: sink.grants.clone(), postgres },
-                input: wiring.input_of(sink, topics, state),
-                dead_letters: sink
-                    .dead_letters
-                    .as_ref()
-                    .map(|stream| DeadLetters { target: wiring.target_of(sink), stream: vec![stream.clone()].into() }),
-            };
-            host.add_sink(connector, sink.name.clone());
-        }
+        host.reloadable = Some(Reloadable { config: Arc::new(config.clone()), wiring });
         Ok(host)
     }
 }
 
-/// What is known of a connector once everything about it that can be checked
-/// without taking its state was.
-struct Checked<W: World> {
+/// A connector ready to run: its component, its sandbox, its target or input, its
+/// state taken for this process.
+pub enum Wired {
+    Source(SourceConnector, Option<String>),
+    Sink(SinkConnector, Option<String>),
+}
+
+impl Wired {
+    pub fn key(&self) -> &Arc<str> {
+        match self {
+            Wired::Source(source, _) => &source.key,
+            Wired::Sink(sink, _) => &sink.key,
+        }
+    }
+
+    pub fn role(&self) -> Role {
+        match self {
+            Wired::Source(..) => Role::Source,
+            Wired::Sink(..) => Role::Sink,
+        }
+    }
+
+    pub fn tenant(&self) -> Option<&str> {
+        match self {
+            Wired::Source(source, _) => source.tenant.as_deref(),
+            Wired::Sink(sink, _) => sink.tenant.as_deref(),
+        }
+    }
+
+    /// Its display name.
+    pub fn name(&self) -> Option<String> {
+        match self {
+            Wired::Source(_, name) | Wired::Sink(_, name) => name.clone(),
+        }
+    }
+}
+
+/// A connector of the config checked without touching its state: everything about
+/// it that can refuse the config, and what it needs to be wired.
+pub(super) struct Checked<'c> {
+    pub key: &'c str,
+    /// What it is made of (see [`fingerprint`]): a reload restarts it only if this
+    /// changes.
+    pub fingerprint: Fingerprint,
+    role: CheckedRole<'c>,
+}
+
+enum CheckedRole<'c> {
+    Source(&'c SourceConfig, Parts<SourceWorld>),
+    Sink(&'c SinkConfig, Parts<SinkWorld>),
+}
+
+/// The parts of a connector that do not depend on its state.
+struct Parts<W: World> {
     component: PendingComponent<W>,
     /// The guest's JSON config, with its secrets.
     plugin_config: String,
@@ -95,25 +118,46 @@ struct Checked<W: World> {
     postgres: PgPools,
 }
 
+impl Checked<'_> {
+    /// Wait until its component is compiled, or say why it cannot be.
+    pub async fn compiled(&self) -> Result<(), SetupError> {
+        let failed = |problem: Arc<LoadError>| SetupError::Compile { key: self.key.to_string(), problem };
+        match &self.role {
+            CheckedRole::Source(_, parts) => parts.component.get().await.map(drop).map_err(failed),
+            CheckedRole::Sink(_, parts) => parts.component.get().await.map(drop).map_err(failed),
+        }
+    }
+}
+
+/// A host built from a config: the config its connectors run, and the wiring that
+/// can wire more of them (a reload, a reset of a connector's state).
+pub(super) struct Reloadable {
+    pub config: Arc<Config>,
+    pub wiring: Wiring,
+}
+
 /// What connectors share while they are wired: the runtime, the targets, the state
-/// directories, and the components compiled so far.
-struct Wiring<'a> {
-    config: &'a Config,
+/// directories, and the components compiled so far. It lives as long as the host,
+/// so that a reload reuses all of it.
+pub(super) struct Wiring {
     runtime: Arc<Runtime>,
+    /// The engine's settings: a reload that needs others needs a restart.
+    pub engine: EngineOptions,
     /// The server, when `[iggy]` is configured; the local log is used otherwise.
     iggy: Option<Arc<IggyTarget>>,
     /// A tenant with Iggy credentials of its own gets a connection of its own, so the
     /// server's permissions for that user decide what its connectors reach.
-    tenant_iggy: HashMap<&'a str, Arc<IggyTarget>>,
+    tenant_iggy: HashMap<String, Arc<IggyTarget>>,
     local_log: Arc<LocalLog>,
     state_dirs: HashMap<PathBuf, StateDir>,
-    /// Components by file: connectors sharing one share its compile.
-    sources: HashMap<PathBuf, PendingComponent<SourceWorld>>,
-    sinks: HashMap<PathBuf, PendingComponent<SinkWorld>>,
+    /// Components by file, with the digest of what was compiled: connectors sharing
+    /// one share its compile, and a file whose content changed is compiled again.
+    sources: HashMap<PathBuf, (Digest, PendingComponent<SourceWorld>)>,
+    sinks: HashMap<PathBuf, (Digest, PendingComponent<SinkWorld>)>,
 }
 
-impl<'a> Wiring<'a> {
-    fn new(config: &'a Config, runtime: Arc<Runtime>) -> Result<Self, SetupError> {
+impl Wiring {
+    fn new(config: &Config, runtime: Arc<Runtime>, engine: EngineOptions) -> Result<Self, SetupError> {
         let iggy = match &config.iggy {
             Some(iggy) => {
                 tracing::info!(address = %iggy.address, transport = ?iggy.transport, "connectors use Iggy");
@@ -130,12 +174,12 @@ impl<'a> Wiring<'a> {
                 let iggy = iggy.with_credentials_of(own);
                 let at = format!("[[tenants]] `{}`: [tenants.iggy]", tenant.key);
                 tracing::info!(tenant = %tenant.key, "the tenant's connectors use Iggy with its own credentials");
-                tenant_iggy.insert(tenant.key.as_str(), start_iggy(config, &iggy, &at)?);
+                tenant_iggy.insert(tenant.key.clone(), start_iggy(config, &iggy, &at)?);
             }
         }
         Ok(Wiring {
-            config,
             runtime,
+            engine,
             iggy,
             tenant_iggy,
             local_log: Arc::new(LocalLog::new(&config.local_log.path)),
@@ -145,43 +189,189 @@ impl<'a> Wiring<'a> {
         })
     }
 
-    /// Check `connector` without touching its state: its component (compiled in the
-    /// background, once per file), its secrets, and where its state must be.
-    fn check<W: Compiled>(&mut self, connector: &dyn ConnectorConfig) -> Result<Checked<W>, SetupError> {
-        let component = self.component(connector)?;
-        let (config, key) = (self.config, connector.key());
-        let plugin_config = connector.plugin_config_json().map_err(|problem| ConfigError {
+    /// Check `connector` of `config` without touching its state: its component
+    /// (compiled in the background, once per file and content), its secrets, its
+    /// grants, and where its state must be.
+    pub fn check<'c>(
+        &mut self,
+        config: &'c Config,
+        connector: &'c dyn ConnectorConfig,
+    ) -> Result<Checked<'c>, SetupError> {
+        let key = connector.key();
+        let role = match connector.role() {
+            Role::Source => {
+                let source = config.source(key).expect("a source of the config is in its sources");
+                let (digest, parts) = self.parts::<SourceWorld>(config, connector)?;
+                (digest, CheckedRole::Source(source, parts))
+            }
+            Role::Sink => {
+                let sink = config.sink(key).expect("a sink of the config is in its sinks");
+                let (digest, parts) = self.parts::<SinkWorld>(config, connector)?;
+                (digest, CheckedRole::Sink(sink, parts))
+            }
+        };
+        let (digest, role) = role;
+        Ok(Checked { key, fingerprint: fingerprint(config, connector, &digest), role })
+    }
+
+    fn parts<W: Compiled>(
+        &mut self,
+        config: &Config,
+        connector: &dyn ConnectorConfig,
+    ) -> Result<(Digest, Parts<W>), SetupError> {
+        let (digest, component) = self.component(config, connector)?;
+        let key = connector.key();
+        let refuse = |problem: String| ConfigError {
             file: config.file.clone(),
             problem: format!("{}s (key `{key}`): {problem}", connector.role()),
-        })?;
-        let postgres = PgPools::granted(connector.grants(), &config.postgres).map_err(|problem| ConfigError {
-            file: config.file.clone(),
-            problem: format!("{}s (key `{key}`): {problem}", connector.role()),
-        })?;
+        };
+        let plugin_config = connector.plugin_config_json().map_err(refuse)?;
+        let postgres = PgPools::granted(connector.grants(), &config.postgres).map_err(refuse)?;
         refuse_stranded_state(config, connector).map_err(SetupError::Config)?;
-        Ok(Checked { component, plugin_config, postgres })
+        Ok((digest, Parts { component, plugin_config, postgres }))
     }
 
     /// The component of `connector`, checked now and compiled in the background (once
-    /// per file).
-    fn component<W: Compiled>(&mut self, connector: &dyn ConnectorConfig) -> Result<PendingComponent<W>, SetupError> {
+    /// per file and content).
+    fn component<W: Compiled>(
+        &mut self,
+        config: &Config,
+        connector: &dyn ConnectorConfig,
+    ) -> Result<(Digest, PendingComponent<W>), SetupError> {
         let path = connector.path().to_path_buf();
-        if let Some(component) = W::compiled(self).get(&path) {
-            return Ok(component.clone());
-        }
-        let max = self.config.runtime.max_component_bytes.bytes();
+        let max = config.runtime.max_component_bytes.bytes();
         let key = connector.key().to_string();
         let checked = self.runtime.check::<W>(&path, max).map_err(|problem| SetupError::Component { key, problem })?;
+        let digest = checked.digest();
+        if let Some((compiled_digest, component)) = W::compiled(self).get(&path)
+            && *compiled_digest == digest
+        {
+            return Ok((digest, component.clone()));
+        }
         let span = status::connector_span(connector.key(), connector.tenant());
         let compiling = compile_in_background(self.runtime.clone(), checked).instrument(span);
         let component = PendingComponent::spawn(path.clone(), compiling);
-        W::compiled(self).insert(path, component.clone());
-        Ok(component)
+        W::compiled(self).insert(path, (digest, component.clone()));
+        Ok((digest, component))
+    }
+
+    /// Take the state of the connector `checked` for this process and join it to its
+    /// target or input: ready to run.
+    pub fn wire(&mut self, config: &Config, checked: Checked<'_>) -> Result<Wired, SetupError> {
+        Ok(match checked.role {
+            CheckedRole::Source(source, parts) => {
+                let cursor = self.state_of(config, source)?;
+                Wired::Source(self.source(source, parts, cursor), source.name.clone())
+            }
+            CheckedRole::Sink(sink, parts) => {
+                let state = self.state_of(config, sink)?;
+                Wired::Sink(self.sink(config, sink, parts, state), sink.name.clone())
+            }
+        })
+    }
+
+    /// `wired` again, with its state moved aside first (see [`StateDir::reset`]): the
+    /// same component and settings, starting from scratch. Its state is given up
+    /// before it is reset (the reset needs the lock), then taken again; the paths of
+    /// the old files are returned.
+    pub fn reset_state(
+        &mut self,
+        config: &Config,
+        wired: Wired,
+    ) -> (Result<Vec<PathBuf>, String>, Result<Wired, SetupError>) {
+        let key = wired.key().clone();
+        let connector = config.connector(&key).expect("a connector the host runs is in its config");
+        let states = StateDir::new(config.state_dir_of(connector));
+        match wired {
+            Wired::Source(source, name) => {
+                let SourceConnector {
+                    key,
+                    tenant,
+                    component,
+                    plugin_config,
+                    streams,
+                    settings,
+                    sandbox,
+                    target,
+                    cursor,
+                } = source;
+                drop(cursor);
+                let reset = states.reset(&key).map_err(|e| e.to_string());
+                let rewired = self.state_of(config, connector).map(|cursor| {
+                    let cursor = Arc::new(cursor);
+                    let source = SourceConnector {
+                        key,
+                        tenant,
+                        component,
+                        plugin_config,
+                        streams,
+                        settings,
+                        sandbox,
+                        target,
+                        cursor,
+                    };
+                    Wired::Source(source, name)
+                });
+                (reset, rewired)
+            }
+            Wired::Sink(sink, name) => {
+                let SinkConnector { key, tenant, component, plugin_config, settings, sandbox, input, dead_letters } =
+                    sink;
+                drop(input);
+                let reset = states.reset(&key).map_err(|e| e.to_string());
+                let sink_config = config.sink(&key).expect("a sink the host runs is in its config");
+                let rewired = self.state_of(config, connector).map(|state| {
+                    let input = self.input_of(config, sink_config, state);
+                    let sink =
+                        SinkConnector { key, tenant, component, plugin_config, settings, sandbox, input, dead_letters };
+                    Wired::Sink(sink, name)
+                });
+                (reset, rewired)
+            }
+        }
+    }
+
+    fn source(&self, source: &SourceConfig, parts: Parts<SourceWorld>, cursor: ConnectorStateFile) -> SourceConnector {
+        let Parts { component, plugin_config, postgres } = parts;
+        SourceConnector {
+            key: source.key.as_str().into(),
+            tenant: source.tenant.as_deref().map(Into::into),
+            component,
+            plugin_config,
+            streams: source.streams.clone().into(),
+            settings: SourceSettings::from_config(source),
+            sandbox: Sandbox { limits: source.limits.clone(), grants: source.grants.clone(), postgres },
+            target: self.target_of(source),
+            cursor: Arc::new(cursor),
+        }
+    }
+
+    fn sink(
+        &self,
+        config: &Config,
+        sink: &SinkConfig,
+        parts: Parts<SinkWorld>,
+        state: ConnectorStateFile,
+    ) -> SinkConnector {
+        let Parts { component, plugin_config, postgres } = parts;
+        SinkConnector {
+            key: sink.key.as_str().into(),
+            tenant: sink.tenant.as_deref().map(Into::into),
+            component,
+            plugin_config,
+            settings: SinkSettings::from_config(sink),
+            sandbox: Sandbox { limits: sink.limits.clone(), grants: sink.grants.clone(), postgres },
+            input: self.input_of(config, sink, state),
+            dead_letters: sink
+                .dead_letters
+                .as_ref()
+                .map(|stream| DeadLetters { target: self.target_of(sink), stream: vec![stream.clone()].into() }),
+        }
     }
 
     /// The connector's state, taken for this process and checked against the local log.
-    fn state_of(&mut self, connector: &dyn ConnectorConfig) -> Result<ConnectorStateFile, SetupError> {
-        let (config, key) = (self.config, connector.key());
+    fn state_of(&mut self, config: &Config, connector: &dyn ConnectorConfig) -> Result<ConnectorStateFile, SetupError> {
+        let key = connector.key();
         let state_dir = config.state_dir_of(connector);
         let states = self.state_dirs.entry(state_dir.clone()).or_insert_with(|| StateDir::new(&state_dir));
         let state = states.open(key).map_err(|problem| SetupError::State { key: key.to_string(), problem })?;
@@ -204,9 +394,16 @@ impl<'a> Wiring<'a> {
         }
     }
 
-    /// What `sink` reads `topics` from: Iggy (alone, or in its consumer group), or the
-    /// local log with its positions in `state`.
-    fn input_of(&self, sink: &SinkConfig, topics: Vec<(String, String)>, state: ConnectorStateFile) -> Arc<dyn Input> {
+    /// Whether `sink` reads from Iggy, whose server keeps its offsets (not ferry's
+    /// state store).
+    pub fn reads_from_iggy(&self, sink: &dyn ConnectorConfig) -> bool {
+        self.iggy_of(sink).is_some()
+    }
+
+    /// What `sink` reads its topics from: Iggy (alone, or in its consumer group), or
+    /// the local log with its positions in `state`.
+    fn input_of(&self, config: &Config, sink: &SinkConfig, state: ConnectorStateFile) -> Arc<dyn Input> {
+        let topics = sink.topics().map(|(stream, topic)| (stream.to_string(), topic.to_string())).collect();
         match self.iggy_of(sink) {
             Some(iggy) => {
                 let reading = match &sink.consumer_group {
@@ -215,24 +412,24 @@ impl<'a> Wiring<'a> {
                 };
                 Arc::new(IggyInput::new(iggy.connection(), topics, reading))
             }
-            None => Arc::new(LocalLogInput::new(&self.config.local_log.path, topics, Arc::new(state))),
+            None => Arc::new(LocalLogInput::new(&config.local_log.path, topics, Arc::new(state))),
         }
     }
 }
 
 /// A world whose compiled components the wiring keeps, one map per world.
 trait Compiled: World + Sized {
-    fn compiled<'w>(wiring: &'w mut Wiring<'_>) -> &'w mut HashMap<PathBuf, PendingComponent<Self>>;
+    fn compiled(wiring: &mut Wiring) -> &mut HashMap<PathBuf, (Digest, PendingComponent<Self>)>;
 }
 
 impl Compiled for SourceWorld {
-    fn compiled<'w>(wiring: &'w mut Wiring<'_>) -> &'w mut HashMap<PathBuf, PendingComponent<Self>> {
+    fn compiled(wiring: &mut Wiring) -> &mut HashMap<PathBuf, (Digest, PendingComponent<Self>)> {
         &mut wiring.sources
     }
 }
 
 impl Compiled for SinkWorld {
-    fn compiled<'w>(wiring: &'w mut Wiring<'_>) -> &'w mut HashMap<PathBuf, PendingComponent<Self>> {
+    fn compiled(wiring: &mut Wiring) -> &mut HashMap<PathBuf, (Digest, PendingComponent<Self>)> {
         &mut wiring.sinks
     }
 }

@@ -75,6 +75,12 @@ impl<W> CheckedComponent<W> {
     pub fn path(&self) -> &Path {
         &self.path
     }
+
+    /// The SHA-256 of its bytes: what tells a changed component from the same one.
+    pub fn digest(&self) -> [u8; 32] {
+        use sha2::Digest;
+        sha2::Sha256::digest(&self.bytes).into()
+    }
 }
 
 /// A connector component of world `W`, compiled, checked and linked, ready to be

@@ -43,6 +43,9 @@ pub enum Phase {
     Refused,
     /// Stopped by a graceful shutdown.
     Stopped,
+    /// Paused by an operator (`POST .../pause`): its last batch settled, its guest
+    /// closed; it polls again only when resumed (or when ferry restarts).
+    Paused,
 }
 
 impl Phase {
@@ -55,16 +58,23 @@ impl Phase {
             Phase::Failed => "failed",
             Phase::Refused => "refused",
             Phase::Stopped => "stopped",
+            Phase::Paused => "paused",
         }
     }
 
     /// Every phase, for metrics that show each one.
-    pub const ALL: [Phase; 6] =
-        [Phase::Starting, Phase::Running, Phase::Idle, Phase::Failed, Phase::Refused, Phase::Stopped];
+    pub const ALL: [Phase; 7] =
+        [Phase::Starting, Phase::Running, Phase::Idle, Phase::Failed, Phase::Refused, Phase::Stopped, Phase::Paused];
 
     /// Running or idle: doing its job.
     pub fn is_healthy(self) -> bool {
         matches!(self, Phase::Running | Phase::Idle)
+    }
+
+    /// Healthy, or paused on purpose: what an operator asked for is not a fault,
+    /// and a probe that restarted ferry for it would undo the pause.
+    pub fn is_as_intended(self) -> bool {
+        self.is_healthy() || self == Phase::Paused
     }
 }
 
@@ -173,6 +183,10 @@ pub enum Event {
     Stopped {
         key: Arc<str>,
     },
+    /// Paused by an operator, after its last batch settled.
+    Paused {
+        key: Arc<str>,
+    },
 }
 
 impl Event {
@@ -189,7 +203,8 @@ impl Event {
             | Event::Failed { key, .. }
             | Event::Refused { key, .. }
             | Event::Idle { key }
-            | Event::Stopped { key } => key,
+            | Event::Stopped { key }
+            | Event::Paused { key } => key,
         }
     }
 }
@@ -235,19 +250,37 @@ impl StatusBoard {
     }
 
     /// The reporter of connector `key` (of `tenant`, if any), which appears on the
-    /// board from now on.
+    /// board from now on. A connector already on the board in the same role (one
+    /// reloaded with a new config) keeps its counters, so that they only ever grow.
     pub fn reporter(self: &Arc<Self>, key: &str, role: Role, name: Option<String>, tenant: Option<&str>) -> Reporter {
-        let status = ConnectorStatus {
-            key: key.to_string(),
-            role: role.noun().to_string(),
-            name,
-            tenant: tenant.map(str::to_string),
-            ..Default::default()
+        let role = role.noun().to_string();
+        let tenant = tenant.map(str::to_string);
+        let mut meters = self.meters.lock().unwrap_or_else(|e| e.into_inner());
+        let mut connectors = self.lock();
+        let kept = connectors.get_mut(key).filter(|status| status.role == role);
+        let meters = match (kept, meters.get(key)) {
+            (Some(status), Some(kept_meters)) => {
+                status.name = name;
+                status.tenant = tenant;
+                kept_meters.clone()
+            }
+            _ => {
+                let status = ConnectorStatus { key: key.to_string(), role, name, tenant, ..Default::default() };
+                connectors.insert(key.to_string(), status);
+                let fresh = Arc::new(Meters::default());
+                meters.insert(key.to_string(), fresh.clone());
+                fresh
+            }
         };
-        self.lock().insert(key.to_string(), status);
-        let meters = Arc::new(Meters::default());
-        self.meters.lock().unwrap_or_else(|e| e.into_inner()).insert(key.to_string(), meters.clone());
+        drop(connectors);
         Reporter::new(key.into(), self.clone(), meters)
+    }
+
+    /// Take connector `key` off the board (it was removed from the config).
+    pub fn remove(&self, key: &str) {
+        self.meters.lock().unwrap_or_else(|e| e.into_inner()).remove(key);
+        self.lock().remove(key);
+        self.changed.notify_one();
     }
 
     /// The status of every connector, by key.

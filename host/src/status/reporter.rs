@@ -339,4 +339,15 @@ impl Reporter {
         tracing::info!("stopped");
         self.update(Event::Stopped { key: self.key.clone() }, |s| s.phase = Phase::Stopped);
     }
+
+    /// Paused by an operator: its last batch settled and its guest was closed.
+    pub fn paused(&self) {
+        tracing::info!("paused: it polls again when resumed");
+        self.update(Event::Paused { key: self.key.clone() }, |s| s.phase = Phase::Paused);
+    }
+
+    /// Instances started so far (a restarted connector counts on from there).
+    pub fn instances(&self) -> u64 {
+        self.board.lock().get(&*self.key).map_or(0, |s| s.instances)
+    }
 }
