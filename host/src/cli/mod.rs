@@ -44,6 +44,13 @@ enum Command {
     /// SIGINT/SIGTERM, polling stops, the batch in flight settles (delivered and
     /// committed, or NACKed) within the grace period, guests are closed, and ferry
     /// exits 0. A second signal exits at once.
+    ///
+    /// SIGHUP reloads CONFIG: connectors added start, removed ones stop gracefully,
+    /// changed ones (config, secrets or component bytes) settle their batch and start
+    /// again with the new config from the same committed cursor, the others are not
+    /// touched. A config or component that fails its checks is refused whole, with
+    /// the reason in the log, and everything runs on as before. With [http], the API
+    /// also pauses, resumes and restarts connectors and resets their state.
     Run {
         /// The configuration file (TOML).
         config: PathBuf,

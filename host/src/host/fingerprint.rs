@@ -38,3 +38,44 @@ pub fn fingerprint(config: &Config, connector: &dyn ConnectorConfig, component: 
     part(config.state_dir_of(connector).as_os_str().as_encoded_bytes());
     Fingerprint(hasher.finalize().into())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    fn config(secret: &Path, plugin_config: &str) -> Config {
+        let text = format!(
+            r#"
+[[sources]]
+key = "a"
+path = "a.wasm"
+streams = [{{ stream = "s", topic = "t" }}]
+plugin_config = {{ {plugin_config} }}
+secrets = {{ token = {{ file = "{}" }} }}
+"#,
+            secret.display()
+        );
+        Config::parse(Path::new("conf/ferry.toml"), &text, Vec::new()).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn of(config: &Config, component: &Digest) -> Fingerprint {
+        fingerprint(config, config.connector("a").unwrap(), component)
+    }
+
+    #[test]
+    fn a_connector_is_changed_by_its_config_its_secrets_values_or_its_components_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let secret = dir.path().join("token");
+        std::fs::write(&secret, "one").unwrap();
+        let base = config(&secret, "rows = 1");
+        let component = [7; 32];
+        assert_eq!(of(&base, &component), of(&config(&secret, "rows = 1"), &component), "the same, read again");
+        assert_ne!(of(&base, &component), of(&config(&secret, "rows = 2"), &component), "plugin_config");
+        assert_ne!(of(&base, &component), of(&base, &[8; 32]), "the component's bytes");
+        let before = of(&base, &component);
+        std::fs::write(&secret, "two").unwrap();
+        assert_ne!(before, of(&base, &component), "a secret's value, from the same place");
+    }
+}

@@ -173,3 +173,64 @@ fn needs_restart(old: &Config, new: &Config, engine: &EngineOptions) -> Result<(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::runtime::PoolSize;
+
+    const SOURCE: &str = r#"
+[[sources]]
+key = "a"
+path = "a.wasm"
+streams = [{ stream = "s", topic = "t" }]
+"#;
+
+    fn config(text: &str) -> Config {
+        Config::parse(Path::new("conf/ferry.toml"), text, Vec::new()).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn check(old: &str, new: &str) -> Result<(), String> {
+        let old = config(old);
+        needs_restart(&old, &config(new), &engine_options(&old))
+    }
+
+    #[test]
+    fn connectors_may_change_what_the_engine_and_connections_were_built_from_may_not() {
+        let more = format!("{SOURCE}{}", SOURCE.replace("\"a\"", "\"b\""));
+        assert_eq!(check(SOURCE, &more), Ok(()), "a connector added");
+        assert_eq!(check(&more, SOURCE), Ok(()), "a connector removed");
+        for (section, changed) in [
+            ("[state]", "[state]\npath = \"elsewhere\"\n"),
+            ("[local_log]", "[local_log]\npath = \"elsewhere\"\n"),
+            ("[runtime]", "[runtime]\nshutdown_grace_period = \"1s\"\n"),
+            ("[http]", "[http]\naddress = \"127.0.0.1:9\"\n"),
+        ] {
+            let problem = check(SOURCE, &format!("{changed}{SOURCE}")).expect_err(section);
+            assert_eq!(problem, format!("{section} changed"));
+        }
+    }
+
+    #[test]
+    fn fuel_metering_turned_on_or_off_needs_a_restart() {
+        let fueled = format!("{SOURCE}limits = {{ fuel = 1000000 }}\n");
+        let on = check(SOURCE, &fueled).expect_err("fuel on");
+        assert!(on.contains("now sets limits.fuel"), "{on}");
+        let off = check(&fueled, SOURCE).expect_err("fuel off");
+        assert!(off.contains("no connector sets limits.fuel any more"), "{off}");
+    }
+
+    #[test]
+    fn a_pool_reserved_at_start_cannot_grow() {
+        let old = config(SOURCE);
+        let mut engine = engine_options(&old);
+        engine.allocator = Allocator::Pooling;
+        engine.pool = PoolSize { instances: 1, max_memory_bytes: 1 << 20 };
+        let problem = needs_restart(&old, &old, &engine).expect_err("the default memory is over 1 MiB");
+        assert!(problem.contains("the pooling allocator reserved 1 instance slots"), "{problem}");
+        engine.pool = PoolSize { instances: 1 << 20, max_memory_bytes: 1 << 40 };
+        assert_eq!(needs_restart(&old, &old, &engine), Ok(()));
+    }
+}
