@@ -37,7 +37,9 @@ use crate::config::Config;
 use crate::shutdown::Shutdown;
 use crate::status::StatusBoard;
 
+pub use auth::HEADER as API_KEY_HEADER;
 pub use server::{ApiServer, StartError, start};
+pub use tls::certificate_chain;
 
 /// What every handler works with.
 pub(crate) struct Api {
