@@ -32,3 +32,4 @@ mod sink_crash;
 mod sinks;
 mod stores;
 mod tenants;
+mod top;

@@ -107,10 +107,8 @@ enum Command {
     /// On a terminal the table is redrawn every --interval until `q` or Ctrl-C. Piped,
     /// or with --once or --iterations N, it prints that many snapshots (one by
     /// default when piped), separated by a blank line, and exits.
-    #[command(
-        after_help = "Examples:\n  ferry top ferry.toml\n  ferry top ferry.toml --interval 500ms\n  ferry top \
-                      ferry.toml --iterations 2 --interval 2s > snapshot.txt"
-    )]
+    #[command(after_help = "Examples:\n  ferry top ferry.toml\n  ferry top ferry.toml --interval 500ms\n  ferry top \
+                      ferry.toml --iterations 2 --interval 2s > snapshot.txt")]
     Top {
         /// The configuration file (TOML) of the ferry to watch.
         config: PathBuf,

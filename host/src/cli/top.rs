@@ -29,6 +29,10 @@ use crate::status::{StatusFile, format_micros, now_micros, read_status_file, sta
 /// it that nothing moves: the file is rewritten within half a second of any change.
 const QUIET_MICROS: u64 = 1_500_000;
 
+/// The width lines are cut to when there is no terminal to tell (nor `COLUMNS`): a
+/// trap's error holds its whole backtrace (`ferry status --json` shows it).
+const UNKNOWN_WIDTH: usize = 200;
+
 pub fn top(path: &Path, interval: Duration, iterations: Option<u64>) -> Result<ExitCode> {
     let config = Config::load(path)?;
     let mut figures = Figures::new(&config, path)?;
@@ -48,7 +52,8 @@ pub fn top(path: &Path, interval: Duration, iterations: Option<u64>) -> Result<E
         }
         let reading = figures.read()?;
         rates.observe(&reading, now_micros());
-        let screen = render(&reading, &rates, &figures.origin(), interval, terminal::width());
+        let width = terminal::width().unwrap_or(UNKNOWN_WIDTH);
+        let screen = render(&reading, &rates, &figures.origin(), interval, width);
         if live {
             let start = if round == 0 { "\x1b[2J" } else { "" };
             let mut out = format!("{start}{}", terminal::HOME);
@@ -152,9 +157,7 @@ struct Figures {
 impl Figures {
     fn new(config: &Config, path: &Path) -> Result<Figures> {
         let api = match &config.http {
-            Some(http) if http.enabled => {
-                Some(ApiClient::new(http).map_err(|p| anyhow!("{}: {p}", path.display()))?)
-            }
+            Some(http) if http.enabled => Some(ApiClient::new(http).map_err(|p| anyhow!("{}: {p}", path.display()))?),
             _ => None,
         };
         let file = status_file_path(&config.state.path);
@@ -261,8 +264,8 @@ fn rates(before: &Reading, after: &Reading) -> BTreeMap<String, Rate> {
 }
 
 /// The screen for `reading`: a header, the totals, and one line per connector, each
-/// cut to `width` characters when it is known.
-fn render(reading: &Reading, rates: &Rates, origin: &str, interval: Duration, width: Option<usize>) -> String {
+/// cut to `width` characters.
+fn render(reading: &Reading, rates: &Rates, origin: &str, interval: Duration, width: usize) -> String {
     let mut lines = vec![format!(
         "ferry pid {}: {}; {origin}, as of {} (every {})",
         reading.pid,
@@ -283,7 +286,6 @@ fn render(reading: &Reading, rates: &Rates, origin: &str, interval: Duration, wi
         sum(|r| r.traps),
         sum(|r| r.dead_lettered),
     ));
-    lines.push(String::new());
     let key_width = column_width("KEY", reading.rows.iter().map(|r| r.key.as_str()));
     let tenant_width = column_width("TENANT", reading.rows.iter().map(|r| r.tenant.as_deref().unwrap_or("-")));
     lines.push(format!(
@@ -332,15 +334,13 @@ fn one_line(text: &str) -> String {
 }
 
 /// `line` cut to `width` characters, ending in `…` when something was cut.
-fn truncate(line: &str, width: Option<usize>) -> String {
-    match width {
-        Some(width) if line.chars().count() > width => {
-            let mut cut: String = line.chars().take(width.saturating_sub(1)).collect();
-            cut.push('…');
-            cut
-        }
-        _ => line.to_string(),
+fn truncate(line: &str, width: usize) -> String {
+    if line.chars().count() <= width {
+        return line.to_string();
     }
+    let mut cut: String = line.chars().take(width.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
 }
 
 #[cfg(test)]
@@ -396,11 +396,10 @@ mod tests {
 
     #[test]
     fn lines_are_cut_to_the_width_by_characters() {
-        assert_eq!(truncate("short", Some(10)), "short");
-        assert_eq!(truncate("exactly10!", Some(10)), "exactly10!");
-        assert_eq!(truncate("a line that is too long", Some(10)), "a line th…");
-        assert_eq!(truncate("ééééé", Some(3)), "éé…", "cut between characters, not bytes");
-        assert_eq!(truncate("no width known", None), "no width known");
+        assert_eq!(truncate("short", 10), "short");
+        assert_eq!(truncate("exactly10!", 10), "exactly10!");
+        assert_eq!(truncate("a line that is too long", 10), "a line th…");
+        assert_eq!(truncate("ééééé", 3), "éé…", "cut between characters, not bytes");
         assert_eq!(one_line("trapped:\nwasm backtrace\tat 0"), "trapped: wasm backtrace at 0");
     }
 
@@ -418,26 +417,29 @@ mod tests {
             &tracker,
             "from the status file s",
             Duration::from_millis(500),
-            None,
+            UNKNOWN_WIDTH,
         );
         let lines: Vec<&str> = first.lines().collect();
         assert!(lines[0].starts_with("ferry pid 7: running; from the status file s, as of "), "{first}");
         assert!(lines[0].ends_with("(every 500ms)"), "{first}");
-        assert_eq!(lines[1], "2 connectors, 1 running or idle; - msgs/s; 110 messages, 0 NACKs, 3 traps, 0 dead-lettered");
+        assert_eq!(
+            lines[1],
+            "2 connectors, 1 running or idle; - msgs/s; 110 messages, 0 NACKs, 3 traps, 0 dead-lettered"
+        );
         let columns = |line: &str| line.split_whitespace().map(str::to_string).collect::<Vec<_>>();
-        assert_eq!(columns(lines[3])[..5], ["KEY", "ROLE", "TENANT", "PHASE", "MSGS/S"]);
-        assert_eq!(columns(lines[4]), ["feed", "source", "-", "running", "-", "-", "100", "0", "0", "0", "0"]);
-        assert_eq!(columns(lines[5])[..11], ["trapper", "source", "-", "failed", "-", "-", "10", "0", "3", "2", "0"]);
-        assert!(lines[5].ends_with("the guest trapped in `poll`: unreachable backtrace"), "{first}");
+        assert_eq!(columns(lines[2])[..5], ["KEY", "ROLE", "TENANT", "PHASE", "MSGS/S"]);
+        assert_eq!(columns(lines[3]), ["feed", "source", "-", "running", "-", "-", "100", "0", "0", "0", "0"]);
+        assert_eq!(columns(lines[4])[..11], ["trapper", "source", "-", "failed", "-", "-", "10", "0", "3", "2", "0"]);
+        assert!(lines[4].ends_with("the guest trapped in `poll`: unreachable backtrace"), "{first}");
 
         let later = reading(3_000_000, vec![row("feed", 300, 14), failing]);
         tracker.observe(&later, 3_000_000);
-        let second = render(&later, &tracker, "from the API at http://x", Duration::from_secs(1), Some(60));
+        let second = render(&later, &tracker, "from the API at http://x", Duration::from_secs(1), 60);
         let lines: Vec<&str> = second.lines().collect();
         assert!(lines[1].contains("; 100.0 msgs/s; 310 messages"), "{second}");
-        assert_eq!(columns(lines[4])[4..6], ["100.0", "2.0"]);
-        assert_eq!(columns(lines[5])[4..6], ["0.0", "0.0"]);
+        assert_eq!(columns(lines[3])[4..6], ["100.0", "2.0"]);
+        assert_eq!(columns(lines[4])[4..6], ["0.0", "0.0"]);
         assert!(lines.iter().all(|l| l.chars().count() <= 60), "every line fits the width:\n{second}");
-        assert!(lines[5].ends_with('…'), "the error is cut: {second}");
+        assert!(lines[4].ends_with('…'), "the error is cut: {second}");
     }
 }

@@ -145,8 +145,7 @@ impl ApiClient {
         let raw = match &self.tls {
             None => exchange(stream, &request)?,
             Some((config, name)) => {
-                let connection =
-                    ClientConnection::new(config.clone(), name.clone()).map_err(std::io::Error::other)?;
+                let connection = ClientConnection::new(config.clone(), name.clone()).map_err(std::io::Error::other)?;
                 exchange(StreamOwned::new(connection, stream), &request)?
             }
         };
@@ -296,7 +295,10 @@ mod tests {
 
     #[test]
     fn answers_are_parsed_or_refused() {
-        assert_eq!(Answer::parse(b"HTTP/1.1 200 OK\r\na: b\r\n\r\n{}"), Some(Answer { status: 200, body: "{}".into() }));
+        assert_eq!(
+            Answer::parse(b"HTTP/1.1 200 OK\r\na: b\r\n\r\n{}"),
+            Some(Answer { status: 200, body: "{}".into() })
+        );
         assert_eq!(Answer::parse(b"SSH-2.0-OpenSSH\r\n\r\n"), None);
         assert_eq!(Answer::parse(b"HTTP/1.1 200 OK\r\n"), None, "no end of the head");
     }
