@@ -12,7 +12,6 @@ mod api;
 mod terminal;
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::io::{IsTerminal, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -55,13 +54,7 @@ pub fn top(path: &Path, interval: Duration, iterations: Option<u64>) -> Result<E
         let width = terminal::width().unwrap_or(UNKNOWN_WIDTH);
         let screen = render(&reading, &rates, &figures.origin(), interval, width);
         if live {
-            let start = if round == 0 { "\x1b[2J" } else { "" };
-            let mut out = format!("{start}{}", terminal::HOME);
-            for line in screen.lines() {
-                let _ = writeln!(out, "{line}{}", terminal::CLEAR_LINE);
-            }
-            out.push_str(terminal::CLEAR_BELOW);
-            stdout.write_all(out.as_bytes())?;
+            stdout.write_all(terminal::redraw(&screen, round == 0).as_bytes())?;
         } else {
             if round > 0 {
                 writeln!(stdout)?;
@@ -346,6 +339,7 @@ fn truncate(line: &str, width: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::status::ConnectorStatus;
 
     fn row(key: &str, messages: u64, batches: u64) -> Row {
         Row { key: key.into(), role: "source".into(), phase: "running".into(), messages, batches, ..Row::default() }
@@ -392,6 +386,47 @@ mod tests {
         assert_eq!(tracker.of("a"), None);
         tracker.observe(&Reading { pid: 8, ..reading(6_000_000, vec![row("a", 11, 2)]) }, 6_000_000);
         assert_eq!(tracker.of("a"), Some(Rate { messages: 10.0, batches: 1.0 }));
+    }
+
+    #[test]
+    fn both_places_give_the_same_rows_sorted_by_key() {
+        let stats: Stats = serde_json::from_value(serde_json::json!({
+            "process_id": 9,
+            "connectors": [
+                { "key": "out", "connector_type": "sink", "tenant": "acme", "status": "idle", "batches": 2,
+                  "messages_consumed": 50, "messages_processed": 40, "dead_lettered": 3, "restarts": 1 },
+                { "key": "in", "connector_type": "source", "status": "not-started" },
+            ],
+        }))
+        .unwrap();
+        let from_api = Reading::from_api(stats, 5);
+        assert_eq!((from_api.pid, from_api.state.as_str(), from_api.at_micros), (9, "running", 5));
+        let keys: Vec<&str> = from_api.rows.iter().map(|r| r.key.as_str()).collect();
+        assert_eq!(keys, ["in", "out"]);
+        let out = &from_api.rows[1];
+        assert_eq!((out.role.as_str(), out.tenant.as_deref(), out.phase.as_str()), ("sink", Some("acme"), "idle"));
+        assert_eq!((out.messages, out.dead_lettered, out.restarts, out.batches), (40, 3, 1, 2), "a sink's processed");
+
+        let status = StatusFile {
+            pid: 9,
+            started_at_micros: 1,
+            updated_at_micros: 6,
+            stopped: true,
+            connectors: vec![ConnectorStatus {
+                key: "out".into(),
+                role: "sink".into(),
+                phase: crate::status::Phase::Failed,
+                instances: 3,
+                messages_delivered: 40,
+                dead_lettered: 3,
+                traps: 2,
+                ..ConnectorStatus::default()
+            }],
+        };
+        let from_file = Reading::from_file(status);
+        assert_eq!((from_file.state.as_str(), from_file.at_micros), ("stopped cleanly", 6));
+        let out = &from_file.rows[0];
+        assert_eq!((out.phase.as_str(), out.restarts, out.messages, out.traps), ("failed", 2, 40, 2));
     }
 
     #[test]

@@ -97,9 +97,31 @@ pub(super) fn width() -> Option<usize> {
     std::env::var("COLUMNS").ok()?.parse().ok().filter(|&w| w > 0)
 }
 
-/// Move to the top left, to draw over the last screen.
-pub(super) const HOME: &str = "\x1b[H";
-/// Clear the rest of the line (what was longer in the last screen).
-pub(super) const CLEAR_LINE: &str = "\x1b[K";
-/// Clear below the cursor (the last screen's lines beyond this one's).
-pub(super) const CLEAR_BELOW: &str = "\x1b[J";
+/// What draws `screen` over the last one: each line clears what the last screen had
+/// beyond it, and what is below is cleared; the first clears the whole terminal.
+pub(super) fn redraw(screen: &str, first: bool) -> String {
+    // Clear the screen; go to the top left; clear the rest of the line; clear below.
+    const CLEAR: &str = "\x1b[2J";
+    const HOME: &str = "\x1b[H";
+    const CLEAR_LINE: &str = "\x1b[K";
+    const CLEAR_BELOW: &str = "\x1b[J";
+    let mut out = if first { format!("{CLEAR}{HOME}") } else { HOME.to_string() };
+    for line in screen.lines() {
+        out.push_str(line);
+        out.push_str(CLEAR_LINE);
+        out.push('\n');
+    }
+    out.push_str(CLEAR_BELOW);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redraw;
+
+    #[test]
+    fn a_redraw_goes_home_and_clears_what_the_last_screen_left() {
+        assert_eq!(redraw("a\nbc\n", true), "\x1b[2J\x1b[Ha\x1b[K\nbc\x1b[K\n\x1b[J");
+        assert_eq!(redraw("a\n", false), "\x1b[Ha\x1b[K\n\x1b[J");
+    }
+}
