@@ -14,10 +14,8 @@ use ferry_tests::components::{FAULTY_SOURCE, HOSTILE_SOURCE};
 use ferry_tests::free_port;
 use ferry_tests::http_client::{Response, get, get_tls, get_until, request};
 
-/// The `[state]`, `[local_log]` and `[http]` of every config here.
-fn head(port: u16, http: &str) -> String {
-    format!(
-        r#"
+/// The `[runtime]`, `[state]` and `[local_log]` of every config here.
+pub(crate) const BASE: &str = r#"
 [runtime]
 shutdown_grace_period = "20s"
 
@@ -26,7 +24,12 @@ path = "state"
 
 [local_log]
 path = "log"
+"#;
 
+/// [`BASE`] and `[http]`.
+pub(crate) fn head(port: u16, http: &str) -> String {
+    format!(
+        r#"{BASE}
 [http]
 address = "127.0.0.1:{port}"
 {http}
@@ -35,7 +38,7 @@ address = "127.0.0.1:{port}"
 }
 
 /// A faulty source `key` delivering to `demo/<key>`, with these extra settings.
-fn faulty(key: &str, plugin_config: &str, settings: &str) -> String {
+pub(crate) fn faulty(key: &str, plugin_config: &str, settings: &str) -> String {
     format!(
         r#"
 [[sources]]
@@ -50,7 +53,7 @@ plugin_config = {{ {plugin_config} }}
 }
 
 /// Start ferry and wait until its API listens.
-fn start(site: &Site, text: &str, env: &[(&str, &str)]) -> Ferry {
+pub(crate) fn start(site: &Site, text: &str, env: &[(&str, &str)]) -> Ferry {
     let config = site.config("ferry.toml", text);
     let mut run = Ferry::start(&config, env);
     run.wait_until_logged(&["HTTP API listening on http://127.0.0.1:"]);
@@ -227,7 +230,7 @@ limits = {{ max_messages_per_batch = 20 }}
     assert!(run.wait().success(), "{}", run.log());
 }
 
-const API_KEY: &str = "k3y-8d1f-for-the-http-api";
+pub(crate) const API_KEY: &str = "k3y-8d1f-for-the-http-api";
 const SECRET: &str = "s3cr3t-51aa-a-guest-repeats";
 
 #[test]
@@ -409,7 +412,7 @@ fn an_address_ferry_cannot_listen_on_stops_it_naming_the_key() {
 }
 
 /// A self-signed certificate for `localhost`: its PEM, its key's PEM, and its DER.
-fn certificate() -> (String, String, Vec<u8>) {
+pub(crate) fn certificate() -> (String, String, Vec<u8>) {
     let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
     (certified.cert.pem(), certified.signing_key.serialize_pem(), certified.cert.der().to_vec())
 }

@@ -33,3 +33,4 @@ mod sink_crash;
 mod sinks;
 mod stores;
 mod tenants;
+mod top;

@@ -42,7 +42,9 @@ use crate::host::Control;
 use crate::shutdown::Shutdown;
 use crate::status::StatusBoard;
 
+pub use auth::HEADER as API_KEY_HEADER;
 pub use server::{ApiServer, StartError, start};
+pub use tls::certificate_chain;
 
 /// What every handler works with: the config in force and what follows from it,
 /// and what stays the same across reloads.

@@ -28,19 +28,7 @@ const HANDSHAKE: Duration = Duration::from_secs(10);
 
 /// The server's TLS settings from `[http] tls`; the error names the key and the file.
 pub(super) fn server_config(tls: &HttpTls) -> Result<Arc<ServerConfig>, String> {
-    let read = |path, key: &str| {
-        files::read_regular(path, MAX_PEM_BYTES, key, "the limit for a PEM file")
-            .map_err(|e| format!("[http] {key}: {}: {}", e.path.display(), e.problem))
-    };
-    let chain = read(&tls.cert_file, "tls.cert_file")?;
-    let at =
-        |key: &str, path: &std::path::Path, problem: String| format!("[http] {key}: {}: {problem}", path.display());
-    let certs = CertificateDer::pem_slice_iter(&chain)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| at("tls.cert_file", &tls.cert_file, format!("not PEM certificates: {e}")))?;
-    if certs.is_empty() {
-        return Err(at("tls.cert_file", &tls.cert_file, "holds no certificate".into()));
-    }
+    let certs = certificate_chain(tls)?;
     let key = read(&tls.key_file, "tls.key_file")?;
     let key = PrivateKeyDer::from_pem_slice(&key)
         .map_err(|e| at("tls.key_file", &tls.key_file, format!("holds no private key in PEM: {e}")))?;
@@ -53,6 +41,30 @@ pub(super) fn server_config(tls: &HttpTls) -> Result<Arc<ServerConfig>, String> 
         .map_err(|e| format!("[http] tls: the certificate and key cannot serve: {e}"))?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Arc::new(config))
+}
+
+/// The certificates of `[http] tls.cert_file`, the server's own first (`ferry top`
+/// trusts them to reach the API it serves); the error names the key and the file.
+pub fn certificate_chain(tls: &HttpTls) -> Result<Vec<CertificateDer<'static>>, String> {
+    let chain = read(&tls.cert_file, "tls.cert_file")?;
+    let certs = CertificateDer::pem_slice_iter(&chain)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| at("tls.cert_file", &tls.cert_file, format!("not PEM certificates: {e}")))?;
+    if certs.is_empty() {
+        return Err(at("tls.cert_file", &tls.cert_file, "holds no certificate".into()));
+    }
+    Ok(certs)
+}
+
+/// The PEM file `path` of `[http] key`, bounded in size.
+fn read(path: &std::path::Path, key: &str) -> Result<Vec<u8>, String> {
+    files::read_regular(path, MAX_PEM_BYTES, key, "the limit for a PEM file")
+        .map_err(|e| format!("[http] {key}: {}: {}", e.path.display(), e.problem))
+}
+
+/// A problem with the file `path` of `[http] key`.
+fn at(key: &str, path: &std::path::Path, problem: String) -> String {
+    format!("[http] {key}: {}: {problem}", path.display())
 }
 
 /// Accepts TCP connections and hands on those whose handshake succeeded.

@@ -7,9 +7,11 @@ mod log;
 mod run;
 mod state;
 mod status;
+mod top;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
@@ -95,6 +97,37 @@ enum Command {
         /// Print the status file as JSON.
         #[arg(long)]
         json: bool,
+    },
+    /// A live table of the connectors of the ferry running CONFIG, refreshed in place.
+    ///
+    /// For each connector: its role, tenant and phase, messages and batches a second,
+    /// messages delivered, NACKs, traps, restarts, messages dead-lettered and the last
+    /// error; above them the ferry's pid and state and the totals. Rates are the change
+    /// between two readings over the time between them, so the first screen shows `-`.
+    ///
+    /// The figures come from the HTTP API when CONFIG has an enabled [http] (GET /stats,
+    /// with its api_key, over HTTPS trusting its tls.cert_file), else from the status
+    /// file the running ferry keeps written (<state.path>/status.json, rewritten at most
+    /// twice a second). If the API cannot be reached, top says so and reads the status
+    /// file; a refused api_key is an error. The header says which is read.
+    ///
+    /// On a terminal the table is redrawn every --interval until `q` or Ctrl-C. Piped,
+    /// or with --once or --iterations N, it prints that many snapshots (one by
+    /// default when piped), separated by a blank line, and exits.
+    #[command(after_help = "Examples:\n  ferry top ferry.toml\n  ferry top ferry.toml --interval 500ms\n  ferry top \
+                      ferry.toml --iterations 2 --interval 2s > snapshot.txt")]
+    Top {
+        /// The configuration file (TOML) of the ferry to watch.
+        config: PathBuf,
+        /// Time between readings (e.g. `500ms`, `2s`).
+        #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+        interval: Duration,
+        /// Print this many snapshots, each --interval after the last, and exit.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        iterations: Option<u64>,
+        /// Print one snapshot and exit (as --iterations 1).
+        #[arg(long, conflicts_with = "iterations")]
+        once: bool,
     },
     /// Compile components into the compile cache ahead of time, so that `ferry run`
     /// loads them rather than compile them.
@@ -224,6 +257,9 @@ pub fn main() -> ExitCode {
         }
         Command::Log { command: LogCommand::Topics { config } } => log::topics(&config),
         Command::Status { config, json } => status::status(&config, json),
+        Command::Top { config, interval, iterations, once } => {
+            top::top(&config, interval, if once { Some(1) } else { iterations })
+        }
         Command::Compile { components, config, cache } => {
             compile::compile(&components, config.as_deref(), cache.as_deref())
         }

@@ -4,7 +4,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use crate::config::Config;
-use crate::status::{read_status_file, status_file_path};
+use crate::status::{StatusFile, read_status_file, status_file_path};
 use anyhow::{Result, anyhow};
 
 use super::format_micros;
@@ -13,7 +13,7 @@ pub fn status(path: &Path, as_json: bool) -> Result<ExitCode> {
     let config = Config::load(path)?;
     let file = status_file_path(&config.state.path);
     if !file.exists() {
-        println!("no status yet: ferry has not run with {} ({} does not exist)", path.display(), file.display());
+        println!("{}", no_status_yet(path, &file));
         return Ok(ExitCode::FAILURE);
     }
     let status = read_status_file(&file).map_err(|e| anyhow!(e))?;
@@ -21,15 +21,10 @@ pub fn status(path: &Path, as_json: bool) -> Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&status)?);
         return Ok(ExitCode::SUCCESS);
     }
-    let alive = Path::new(&format!("/proc/{}", status.pid)).exists();
-    let state = match (status.stopped, alive) {
-        (true, _) => "stopped cleanly",
-        (false, true) => "running",
-        (false, false) => "not running (it did not stop cleanly)",
-    };
     println!(
-        "ferry pid {}: {state}; started {}, status as of {}",
+        "ferry pid {}: {}; started {}, status as of {}",
         status.pid,
+        process_state(&status),
         format_micros(status.started_at_micros),
         format_micros(status.updated_at_micros)
     );
@@ -70,4 +65,19 @@ pub fn status(path: &Path, as_json: bool) -> Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What to say when `config` has no status file (`file`) yet.
+pub(super) fn no_status_yet(config: &Path, file: &Path) -> String {
+    format!("no status yet: ferry has not run with {} ({} does not exist)", config.display(), file.display())
+}
+
+/// Whether the ferry that wrote `status` runs, stopped cleanly, or died.
+pub(super) fn process_state(status: &StatusFile) -> &'static str {
+    let alive = Path::new(&format!("/proc/{}", status.pid)).exists();
+    match (status.stopped, alive) {
+        (true, _) => "stopped cleanly",
+        (false, true) => "running",
+        (false, false) => "not running (it did not stop cleanly)",
+    }
 }
