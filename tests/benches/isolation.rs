@@ -156,7 +156,7 @@ async fn instantiate_many(runtime: &Runtime, component: &SourceComponent, count:
     for _ in 0..count {
         let log = GuestLog::new(tracing::Span::none(), budget.clone());
         let mut instance =
-            runtime.instantiate(component, &sandbox, log, Arc::new(AtomicU64::new(0))).await.expect("instantiates");
+            runtime.instantiate(component, &sandbox, log, &Default::default()).await.expect("instantiates");
         instance.open("{}", None).await.expect("opens");
     }
     start.elapsed().as_secs_f64() * 1e6 / count as f64

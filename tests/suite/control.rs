@@ -123,6 +123,17 @@ fn a_pause_settles_the_batch_and_stops_polling_until_resumed_and_a_reset_waits_f
     assert_eq!((feed["phase"].as_str(), delivered(&feed)), (Some("paused"), at_pause), "{feed}");
     assert_eq!(feed["running"], false);
     assert_eq!(committed_seq(&site, "feed"), cursor_at_pause);
+    // Its instance is gone with its memory; the neighbour's holds some.
+    assert_eq!(feed["memory_in_use"], 0, "{feed}");
+    let metrics = get(&address, "/metrics", &[]).unwrap().body;
+    let memory_of = |key: &str| {
+        let prefix = format!("ferry_connector_memory_bytes{{connector_key=\"{key}\",");
+        let line = metrics.lines().find(|l| l.starts_with(&prefix)).unwrap_or_else(|| panic!("{prefix} in {metrics}"));
+        line.rsplit(' ').next().unwrap().parse::<u64>().unwrap()
+    };
+    assert_eq!(memory_of("feed"), 0);
+    let held = memory_of("other");
+    assert!(held > 0 && held <= 64 << 20, "within the default limits.memory: {held}");
     let health = get(&address, "/health", &[]).unwrap();
     assert_eq!(health.status, 200, "a pause is what the operator asked for, not a fault: {health:?}");
     let again = post(&address, "/sources/feed/pause");

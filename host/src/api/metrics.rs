@@ -182,6 +182,17 @@ impl Collector for BoardCollector {
             generations,
         )?;
 
+        let memory: Samples<i64> = rows
+            .iter()
+            .map(|r| (r.labels.clone(), i64::try_from(r.status.memory_in_use).unwrap_or(i64::MAX)))
+            .collect();
+        gauge(
+            &mut encoder,
+            "ferry_connector_memory_bytes",
+            "Bytes of linear memory the connector's current instance holds (0 when none runs).",
+            memory,
+        )?;
+
         let phases = rows.iter().flat_map(|r| {
             Phase::ALL.iter().map(|phase| (r.with("phase", phase.as_str()), i64::from(r.status.phase == *phase)))
         });

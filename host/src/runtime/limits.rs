@@ -10,7 +10,12 @@
 //!   neighbours of a worker thread) and is interrupted once its call has run longer
 //!   than `limits.call_timeout`.
 //! * Fuel, when metered: refilled to `limits.fuel` before each call.
+//!
+//! What an instance uses (fuel burnt, linear memory held) is published through its
+//! connector's [`InstanceMeters`], for the status and `/metrics`.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use wasmtime::{ResourceLimiter, UpdateDeadline};
@@ -21,17 +26,36 @@ use crate::config::Limits;
 /// the call deadline.
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 
+/// What a connector's instances use, counted where the sandbox sees it: one set
+/// per connector, shared by its instances one after the other.
+#[derive(Debug, Clone, Default)]
+pub struct InstanceMeters {
+    /// Fuel burnt by all its calls (when the engine meters fuel).
+    pub fuel_consumed: Arc<AtomicU64>,
+    /// Bytes of linear memory its current instance holds (0 between instances).
+    pub memory_in_use: Arc<AtomicU64>,
+}
+
 /// The resource limiter of one store.
 pub struct MemoryLimiter {
     limits: Limits,
     /// Bytes of linear memory the instance's memories hold together.
     memory_in_use: usize,
+    /// Where `memory_in_use` is published.
+    memory_gauge: Arc<AtomicU64>,
     table_elements_in_use: usize,
 }
 
 impl MemoryLimiter {
-    pub fn new(limits: &Limits) -> Self {
-        MemoryLimiter { limits: limits.clone(), memory_in_use: 0, table_elements_in_use: 0 }
+    pub fn new(limits: &Limits, memory_gauge: Arc<AtomicU64>) -> Self {
+        MemoryLimiter { limits: limits.clone(), memory_in_use: 0, memory_gauge, table_elements_in_use: 0 }
+    }
+}
+
+impl Drop for MemoryLimiter {
+    /// The instance's memory goes with its store.
+    fn drop(&mut self) {
+        self.memory_gauge.store(0, Ordering::Relaxed);
     }
 }
 
@@ -50,6 +74,7 @@ impl ResourceLimiter for MemoryLimiter {
             return Ok(false);
         }
         self.memory_in_use = after;
+        self.memory_gauge.store(after as u64, Ordering::Relaxed);
         Ok(true)
     }
 

@@ -17,7 +17,6 @@ mod world;
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 
 use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
@@ -33,6 +32,7 @@ use compile_cache::{CompileCache, EntryKey, Lookup};
 use context::GuestContext;
 pub use engine::{EngineOptions, PoolSize};
 pub use instance::{CallError, GuestStore};
+pub use limits::InstanceMeters;
 use limits::{CallClock, MemoryLimiter};
 pub use pending::PendingComponent;
 pub use sink_instance::SinkInstance;
@@ -357,14 +357,14 @@ impl Runtime {
         Ok(Arc::new(ConnectorComponent { path, pre, imports }))
     }
 
-    /// A fresh instance of `component` in `sandbox`, logging through `log`, adding
-    /// the fuel its calls burn to `fuel_consumed`.
+    /// A fresh instance of `component` in `sandbox`, logging through `log`,
+    /// counting what it uses (fuel, memory) in `meters`.
     pub async fn instantiate<W: World>(
         &self,
         component: &ConnectorComponent<W>,
         sandbox: &Sandbox,
         log: GuestLog,
-        fuel_consumed: Arc<AtomicU64>,
+        meters: &InstanceMeters,
     ) -> Result<W::Instance, CallError> {
         let trapped = |error| CallError::Trapped { call: "instantiate", error };
         let fuel_per_call = match (self.meters_fuel, sandbox.limits.fuel) {
@@ -386,7 +386,7 @@ impl Runtime {
                 pools: sandbox.postgres.clone(),
                 max_result_bytes: sandbox.limits.max_batch_bytes.bytes(),
             },
-            limiter: MemoryLimiter::new(&sandbox.limits),
+            limiter: MemoryLimiter::new(&sandbox.limits, meters.memory_in_use.clone()),
             clock: CallClock::new(sandbox.limits.call_timeout),
         };
         let mut store = Store::new(&self.engine, context);
@@ -398,7 +398,7 @@ impl Runtime {
             store.set_fuel(fuel).map_err(trapped)?;
         }
         store.data_mut().clock.start();
-        W::instantiate(&component.pre, GuestStore::new(store, fuel_per_call, fuel_consumed)).await
+        W::instantiate(&component.pre, GuestStore::new(store, fuel_per_call, meters.fuel_consumed.clone())).await
     }
 
     /// The contract this runtime checks components against.

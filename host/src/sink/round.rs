@@ -39,8 +39,7 @@ impl Supervised for SinkConnector {
         };
         status.starting(instance, reader.starting_from());
 
-        let fuel_meter = status.meters().fuel_consumed.clone();
-        let mut guest = match runtime.instantiate(component, &self.sandbox, log, fuel_meter).await {
+        let mut guest = match runtime.instantiate(component, &self.sandbox, log, &status.meters().instance).await {
             Ok(guest) => guest,
             Err(error) => return failed(error.to_string()),
         };

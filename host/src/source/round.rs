@@ -40,8 +40,7 @@ impl Supervised for SourceConnector {
         };
         status.starting(instance, StartingFrom::generation(committed.as_ref().map(|c| c.generation)));
 
-        let fuel_meter = status.meters().fuel_consumed.clone();
-        let mut guest = match runtime.instantiate(component, &self.sandbox, log, fuel_meter).await {
+        let mut guest = match runtime.instantiate(component, &self.sandbox, log, &status.meters().instance).await {
             Ok(guest) => guest,
             Err(error) => return failed(error.to_string()),
         };

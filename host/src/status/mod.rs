@@ -20,6 +20,7 @@ use tokio::sync::{Notify, broadcast};
 
 use crate::batch::NackReason;
 use crate::contract::Role;
+use crate::runtime::InstanceMeters;
 
 pub use file::{StatusFile, keep_written, read_status_file, status_file_path, write_final};
 pub use progress::log_progress;
@@ -107,6 +108,9 @@ pub struct ConnectorStatus {
     /// Fuel burnt by its calls (when the engine meters fuel).
     #[serde(default)]
     pub fuel_consumed: u64,
+    /// Bytes of linear memory its current instance holds (0 when none runs).
+    #[serde(default)]
+    pub memory_in_use: u64,
     /// Guest log lines dropped by the rate limit.
     #[serde(default)]
     pub log_lines_dropped: u64,
@@ -215,7 +219,8 @@ impl Event {
 /// change on every batch.
 #[derive(Debug, Default)]
 pub struct Meters {
-    pub fuel_consumed: Arc<AtomicU64>,
+    /// Fuel burnt, memory held.
+    pub instance: InstanceMeters,
     pub log_lines_dropped: Arc<AtomicU64>,
     pub messages_polled: AtomicU64,
     pub stages: StageTimes,
@@ -223,7 +228,8 @@ pub struct Meters {
 
 impl Meters {
     fn fill(&self, status: &mut ConnectorStatus) {
-        status.fuel_consumed = self.fuel_consumed.load(Ordering::Relaxed);
+        status.fuel_consumed = self.instance.fuel_consumed.load(Ordering::Relaxed);
+        status.memory_in_use = self.instance.memory_in_use.load(Ordering::Relaxed);
         status.log_lines_dropped = self.log_lines_dropped.load(Ordering::Relaxed);
         status.messages_polled = self.messages_polled.load(Ordering::Relaxed);
     }
