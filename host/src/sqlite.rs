@@ -1,6 +1,7 @@
 //! The embedded store under both the state store and the local log: SQLite, in WAL
 //! mode with `synchronous=FULL`, so that a committed transaction survives `kill -9`
-//! and power loss, a half-written one is never read back, and other processes
+//! and power loss (unless a writer relaxes it: see [`Database::relax_sync`]), a
+//! half-written one is never read back, and other processes
 //! (`ferry state show`, `ferry log read`) can read while `ferry run` writes.
 //!
 //! A database file is created whole or not at all (built under a temporary name,
@@ -120,6 +121,23 @@ impl Database {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Commit without an fsync from now on (`synchronous=NORMAL`): a committed
+    /// transaction survives a crash of the process at once, and a crash of the
+    /// machine once [`Database::sync`] (or SQLite's own checkpoint) has run.
+    pub fn relax_sync(&self) -> Result<(), StoreError> {
+        self.connection
+            .pragma_update(None, "synchronous", "NORMAL")
+            .map_err(|e| self.error("cannot set up the connection", e))
+    }
+
+    /// Put everything committed on disk: a checkpoint, which fsyncs the write-ahead
+    /// log before it copies it into the database (and the database after).
+    pub fn sync(&self) -> Result<(), StoreError> {
+        self.connection
+            .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+            .map_err(|e| self.error("cannot sync it to disk", e))
     }
 
     /// The format version of the file (older than the current one only for readers).

@@ -1,12 +1,18 @@
 //! `cargo bench -p ferry-tests`: how fast the random source moves through the host.
 //!
-//! Three set-ups, each for a few batch and payload sizes:
+//! Four set-ups, each for a few batch and payload sizes:
 //!
 //! * `host`: null target, cursor kept in memory: the wasm host alone (poll, lift the
 //!   batch out of the guest, ACK);
 //! * `null`: null target, cursor committed to the state file (one fsync per batch);
+//! * `null-intv`: the same with `[state] sync = "interval"` (committed, fsynced at
+//!   most once a second);
 //! * `local-log`: the local log and the state file, i.e. `ferry run` as configured by
 //!   the quickstart (two durable commits per batch).
+//!
+//! With a live server (`FERRY_TEST_IGGY_SERVER`): into Iggy with the cursor in memory
+//! (`iggy-host`), committed at every batch (`iggy`) and at an interval (`iggy-intv`),
+//! next to a native producer sending the same batches.
 //!
 //! One connector runs the random source to `max_count`; the clock runs from its first
 //! ACK to the moment it goes idle (everything delivered and committed). Printed:
@@ -29,7 +35,7 @@ use ferry::iggy::IggyTarget;
 use ferry::local_log::LocalLog;
 use ferry::runtime::{Runtime, SourceComponent};
 use ferry::source::SourceConnector;
-use ferry::state::{CursorStore, StateDir};
+use ferry::state::{CursorStore, Durability, StateDir};
 use ferry_tests::bench::{Measured, time_source};
 use ferry_tests::components::RANDOM_SOURCE;
 use ferry_tests::harness::{MemoryCursor, quick_settings};
@@ -105,17 +111,18 @@ fn main() {
         "target", "batch", "payload", "batches", "msg/s", "MB/s", "µs/batch"
     );
 
-    for target_name in ["host", "null", "local-log"] {
+    for target_name in ["host", "null", "null-intv", "local-log"] {
         for &(batch, payload) in SHAPES {
             let dir = tempfile::tempdir().unwrap();
             let key = format!("bench-{batch}-{payload}");
-            let state_file = || -> Arc<dyn CursorStore> {
-                Arc::new(StateDir::new(dir.path().join("state")).open(&key).expect("state"))
+            let state_file = |durability: Durability| -> Arc<dyn CursorStore> {
+                Arc::new(StateDir::new(dir.path().join("state")).with_durability(durability).open(&key).expect("state"))
             };
             let (target, cursor, batches): (Arc<dyn Target>, Arc<dyn CursorStore>, u64) = match target_name {
                 "host" => (Arc::new(NullTarget), Arc::new(MemoryCursor::default()), 50_000 / batch + 2000),
-                "null" => (Arc::new(NullTarget), state_file(), 2000),
-                _ => (Arc::new(LocalLog::new(dir.path().join("log"))), state_file(), 600),
+                "null" => (Arc::new(NullTarget), state_file(Durability::EveryCommit), 2000),
+                "null-intv" => (Arc::new(NullTarget), state_file(INTERVAL), 2000),
+                _ => (Arc::new(LocalLog::new(dir.path().join("log"))), state_file(Durability::EveryCommit), 600),
             };
             let batches = ((batches as f64 * scale) as u64).max(20);
             let m = tokio.block_on(measure(&runtime, &component, target, cursor, batch, payload, batches));
@@ -130,17 +137,19 @@ fn main() {
             let batches = ((IGGY_BATCHES as f64 * scale) as u64).max(20);
             let dir = tempfile::tempdir().unwrap();
             let key = format!("iggy-{batch}-{payload}");
-            for with_state_file in [false, true] {
+            for (name, durability) in
+                [("iggy-host", None), ("iggy", Some(Durability::EveryCommit)), ("iggy-intv", Some(INTERVAL))]
+            {
                 let target: Arc<dyn Target> = Arc::new(IggyTarget::start(&server.ferry_config(PASSWORD)).unwrap());
-                let cursor: Arc<dyn CursorStore> = if with_state_file {
-                    Arc::new(StateDir::new(dir.path().join("state")).open(&key).expect("state"))
-                } else {
-                    Arc::new(MemoryCursor::default())
+                let cursor: Arc<dyn CursorStore> = match durability {
+                    Some(durability) => Arc::new(
+                        StateDir::new(dir.path().join(name)).with_durability(durability).open(&key).expect("state"),
+                    ),
+                    None => Arc::new(MemoryCursor::default()),
                 };
-                let topic = format!("{key}-{with_state_file}");
+                let topic = format!("{key}-{name}");
                 let m =
                     tokio.block_on(measure_into(&runtime, &component, target, cursor, &topic, batch, payload, batches));
-                let name = if with_state_file { "iggy" } else { "iggy-host" };
                 print_row(name, batch, payload, &m);
             }
             let m =
@@ -151,6 +160,9 @@ fn main() {
     println!();
     println!("host RSS now {:.1} MiB, peak {:.1} MiB", rss_mib("VmRSS:"), rss_mib("VmHWM:"));
 }
+
+/// `[state] sync = "interval"` at its default interval.
+const INTERVAL: Durability = Durability::Interval(std::time::Duration::from_secs(1));
 
 const IGGY_SHAPES: &[(u64, usize)] = &[(100, 100), (1000, 100), (1000, 1000)];
 const IGGY_BATCHES: u64 = 1000;

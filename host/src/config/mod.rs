@@ -158,16 +158,42 @@ pub enum Allocator {
     Pooling,
 }
 
-/// `[state]`: where committed cursors live.
+/// `[state]`: where committed cursors live, and how they reach the disk.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct StateConfig {
     pub path: PathBuf,
+    /// `every-batch`: each commit is on disk (fsynced) before the batch is ACKed.
+    /// `interval`: each commit survives a crash of ferry at once, and is on disk
+    /// within `sync_interval` (a power loss can take the cursor back that far:
+    /// duplicates, never loss, with a target at least as durable).
+    pub sync: StateSync,
+    #[serde(with = "duration")]
+    pub sync_interval: Duration,
 }
 
 impl Default for StateConfig {
     fn default() -> Self {
-        StateConfig { path: PathBuf::from("state") }
+        StateConfig { path: PathBuf::from("state"), sync: StateSync::EveryBatch, sync_interval: Duration::from_secs(1) }
+    }
+}
+
+/// `[state] sync`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StateSync {
+    #[default]
+    EveryBatch,
+    Interval,
+}
+
+impl StateConfig {
+    /// How committed cursors reach the disk.
+    pub fn durability(&self) -> crate::state::Durability {
+        match self.sync {
+            StateSync::EveryBatch => crate::state::Durability::EveryCommit,
+            StateSync::Interval => crate::state::Durability::Interval(self.sync_interval),
+        }
     }
 }
 

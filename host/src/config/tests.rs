@@ -696,3 +696,13 @@ password = { file = "secrets/orders" }
     ));
     assert!(error.contains("unknown field `password_text`"), "a password is never written in the config: {error}");
 }
+
+#[test]
+fn the_cursors_durability_is_every_batch_unless_an_interval_is_asked_for() {
+    use crate::state::Durability;
+    assert_eq!(parse(MINIMAL).unwrap().state.durability(), Durability::EveryCommit);
+    let interval = parse(&format!("[state]\nsync = \"interval\"\nsync_interval = \"250ms\"\n{MINIMAL}")).unwrap();
+    assert_eq!(interval.state.durability(), Durability::Interval(Duration::from_millis(250)));
+    let wrong = problem(&format!("[state]\nsync = \"sometimes\"\n{MINIMAL}"));
+    assert!(wrong.contains("sometimes") && wrong.contains("every-batch") && wrong.contains("interval"), "{wrong}");
+}

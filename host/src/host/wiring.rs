@@ -373,7 +373,11 @@ impl Wiring {
     fn state_of(&mut self, config: &Config, connector: &dyn ConnectorConfig) -> Result<ConnectorStateFile, SetupError> {
         let key = connector.key();
         let state_dir = config.state_dir_of(connector);
-        let states = self.state_dirs.entry(state_dir.clone()).or_insert_with(|| StateDir::new(&state_dir));
+        let durability = config.state.durability();
+        let states = self
+            .state_dirs
+            .entry(state_dir.clone())
+            .or_insert_with(|| StateDir::new(&state_dir).with_durability(durability));
         let state = states.open(key).map_err(|problem| SetupError::State { key: key.to_string(), problem })?;
         LocalLog::verify_cursor(config, key, &state)
             .map_err(|problem| SetupError::Log { key: key.to_string(), problem })?;

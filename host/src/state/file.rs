@@ -4,6 +4,12 @@
 //! The row carries a CRC32 of its content (cursor and receipt), so a cursor damaged
 //! on disk is reported as corrupt instead of being handed to the guest.
 //!
+//! How a commit reaches the disk is the [`Durability`] of the directory: fsynced at
+//! every commit (the default), or at most an interval later. A commit that is not
+//! fsynced yet is still a committed SQLite transaction in the write-ahead log, in the
+//! operating system's hands: a crash of ferry (`kill -9`) loses nothing; only a
+//! crash of the machine can take the cursor back, by at most the interval.
+//!
 //! Format version 2 added the receipt (`delivered`); a version 1 file is migrated when
 //! a `ferry run` opens it, and read as it is by `ferry state show`.
 
@@ -11,7 +17,7 @@ use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
@@ -39,11 +45,29 @@ const FORMAT: Format = Format {
 #[derive(Debug, Clone)]
 pub struct StateDir {
     path: PathBuf,
+    durability: Durability,
+}
+
+/// When a committed cursor is on disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// Before the commit returns (`synchronous=FULL`: one fsync per commit).
+    EveryCommit,
+    /// Within this long of the commit, while the connector commits, and when its
+    /// state is closed (`synchronous=NORMAL`, and a checkpoint, which fsyncs, at
+    /// most this often).
+    Interval(Duration),
 }
 
 impl StateDir {
     pub fn new(path: impl Into<PathBuf>) -> Self {
-        StateDir { path: path.into() }
+        StateDir { path: path.into(), durability: Durability::EveryCommit }
+    }
+
+    /// The same directory, its states committed with `durability`.
+    pub fn with_durability(mut self, durability: Durability) -> Self {
+        self.durability = durability;
+        self
     }
 
     pub fn path(&self) -> &Path {
@@ -66,12 +90,12 @@ impl StateDir {
         let lock = self.lock(key)?;
         let path = self.file_of(key);
         let database = sqlite::open_or_create(&path, &FORMAT)?;
-        let file = ConnectorStateFile {
-            key: key.to_string(),
-            path,
-            inner: Arc::new(Mutex::new(database)),
-            _lock: Arc::new(lock),
-        };
+        if let Durability::Interval(_) = self.durability {
+            database.relax_sync()?;
+        }
+        let held = Held { database, durability: self.durability, synced_at: Instant::now() };
+        let file =
+            ConnectorStateFile { key: key.to_string(), path, inner: Arc::new(Mutex::new(held)), _lock: Arc::new(lock) };
         // Read once now, so corruption stops the connector before it starts.
         file.committed()?;
         Ok(file)
@@ -168,8 +192,15 @@ impl StateDir {
 pub struct ConnectorStateFile {
     key: String,
     path: PathBuf,
-    inner: Arc<Mutex<Database>>,
+    inner: Arc<Mutex<Held>>,
     _lock: Arc<File>,
+}
+
+/// The open database, and when it was last on disk.
+struct Held {
+    database: Database,
+    durability: Durability,
+    synced_at: Instant,
 }
 
 impl ConnectorStateFile {
@@ -179,15 +210,25 @@ impl ConnectorStateFile {
 
     /// The committed cursor, read now (blocking).
     pub fn committed(&self) -> Result<Option<Committed>, StateError> {
-        let database = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        Ok(read_row(&database, &self.key)?)
+        let held = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        Ok(read_row(&held.database, &self.key)?)
     }
 
     fn commit_blocking(&self, state: Vec<u8>, receipt: Receipt) -> Result<Committed, StateError> {
-        let mut database = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let mut held = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let delivered = delivered_text(&receipt);
         let committed =
-            database.write("cannot save the cursor", |c| write_row(c, &self.key, state, receipt, &delivered))?;
+            held.database.write("cannot save the cursor", |c| write_row(c, &self.key, state, receipt, &delivered))?;
+        if let Durability::Interval(every) = held.durability
+            && held.synced_at.elapsed() >= every
+        {
+            // Committed already; this only moves it to the disk sooner. A failure
+            // here is the disk's, and the next commits will meet it too.
+            if let Err(error) = held.database.sync() {
+                tracing::warn!("the committed cursor could not be synced to disk: {error}");
+            }
+            held.synced_at = Instant::now();
+        }
         Ok(committed)
     }
 }
@@ -337,6 +378,48 @@ mod tests {
 
     fn receipt(end: u64) -> Receipt {
         Receipt { marks: vec![LogMark { stream: "demo".into(), topic: "random".into(), end }] }
+    }
+
+    /// `PRAGMA synchronous` of a store's connection: 2 is FULL, 1 NORMAL.
+    fn synchronous(store: &ConnectorStateFile) -> i64 {
+        let held = store.inner.lock().unwrap();
+        held.database.connection().query_row("PRAGMA synchronous", [], |row| row.get(0)).unwrap()
+    }
+
+    /// Frames in the write-ahead log not yet checkpointed (copied into the database),
+    /// as a checkpoint that copies nothing (NOOP) reports them.
+    fn unsynced_frames(store: &ConnectorStateFile) -> i64 {
+        let held = store.inner.lock().unwrap();
+        let (log, copied): (i64, i64) = held
+            .database
+            .connection()
+            .query_row("PRAGMA wal_checkpoint(NOOP)", [], |row| Ok((row.get(1)?, row.get(2)?)))
+            .unwrap();
+        log - copied
+    }
+
+    #[tokio::test]
+    async fn an_interval_durability_commits_without_fsync_and_syncs_at_most_that_often() {
+        let dir = tempfile::tempdir().unwrap();
+        let every = StateDir::new(dir.path()).open("every").unwrap();
+        assert_eq!(synchronous(&every), 2, "every commit fsynced by default");
+
+        let never_yet = StateDir::new(dir.path()).with_durability(Durability::Interval(Duration::from_secs(3600)));
+        let store = never_yet.open("lazy").unwrap();
+        assert_eq!(synchronous(&store), 1);
+        for n in 1..=3u64 {
+            store.commit(n.to_string().into_bytes(), receipt(n)).await.unwrap();
+        }
+        assert_eq!(store.load().await.unwrap().unwrap().generation, 3, "committed, if not synced");
+        assert!(unsynced_frames(&store) > 0, "not checkpointed within the hour");
+        drop(store);
+        let reopened = never_yet.open("lazy").unwrap();
+        assert_eq!(reopened.load().await.unwrap().unwrap().state, b"3", "closing put it on disk");
+
+        let always = StateDir::new(dir.path()).with_durability(Durability::Interval(Duration::ZERO));
+        let store = always.open("eager").unwrap();
+        store.commit(b"1".to_vec(), receipt(1)).await.unwrap();
+        assert_eq!(unsynced_frames(&store), 0, "an interval of zero checkpoints at every commit");
     }
 
     #[tokio::test]

@@ -15,7 +15,7 @@ use async_trait::async_trait;
 
 use crate::delivery::Receipt;
 
-pub use file::{ConnectorStateFile, StateDir};
+pub use file::{ConnectorStateFile, Durability, StateDir};
 
 /// A committed cursor.
 #[derive(Debug, Clone, PartialEq, Eq)]
