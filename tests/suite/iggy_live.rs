@@ -252,10 +252,28 @@ create = {{ partitions = 1, enforce_fsync = true, messages_required_to_save = 1 
 
 #[test]
 fn ferry_killed_at_random_moments_while_the_server_runs_loses_nothing() {
+    kill_loop("iggy_live::ferry_killed_at_random_moments_while_the_server_runs_loses_nothing", "");
+}
+
+/// The same with `[state] sync = "interval"`: the cursor is not fsynced at each
+/// commit, and a kill of ferry loses none of it all the same.
+#[test]
+fn ferry_killed_at_random_moments_with_the_cursor_synced_at_an_interval_loses_nothing() {
+    kill_loop(
+        "iggy_live::ferry_killed_at_random_moments_with_the_cursor_synced_at_an_interval_loses_nothing",
+        "sync = \"interval\"\n",
+    );
+}
+
+/// Kill ferry (its config's `[state]` with `state` added) at random moments while the
+/// server runs, checking after each kill that the cursor is not ahead of the topic.
+fn kill_loop(test: &str, state: &str) {
     use crate::process::{Ferry, Site};
-    let Some(server) = live_server("iggy_live::ferry_killed_at_random_moments_while_the_server_runs_loses_nothing")
-    else {
+    let Some(server) = live_server(test) else {
         return;
+    };
+    let live_config = |server: &IggyServer, key: &str, plugin_config: &str| {
+        live_config(server, key, plugin_config).replace("[state]\n", &format!("[state]\n{state}"))
     };
     const MAX: u64 = 2000;
     let seed = fastrand::u64(..);
@@ -291,5 +309,5 @@ fn ferry_killed_at_random_moments_while_the_server_runs_loses_nothing() {
     let records = seqs_and_ids(&runtime.block_on(server.read_all("crash", "k9")));
     let duplicates = assert_ids_stable(&records);
     assert_complete(&records.iter().map(|(s, _)| *s).collect::<Vec<_>>(), MAX);
-    eprintln!("ferry killed 10 times: {} records for {MAX} seqs ({duplicates} duplicates, same ids)", records.len());
+    eprintln!("{test}: killed 10 times: {} records for {MAX} seqs ({duplicates} duplicates, same ids)", records.len());
 }
