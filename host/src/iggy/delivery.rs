@@ -13,7 +13,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use iggy::prelude::{IggyError, MessageClient};
+use iggy::prelude::{IggyError, IggyTimestamp, MessageClient};
 
 use super::connection::Connection;
 use super::error::RequestError;
@@ -47,18 +47,20 @@ impl IggyTarget {
         client: &iggy::prelude::IggyClient,
         stream: &StreamConfig,
         delivery: &Delivery,
+        now: u64,
     ) -> Result<(), RequestError> {
         let address = self.connection.address();
         let topic = self.topics.ensure(client, stream, address).await?;
         let sends = plan(&stream.partitioning, &topic, &delivery.messages).map_err(RequestError::rejected)?;
-        for send in sends {
-            let mut batch = send
-                .messages
-                .iter()
-                .map(|&index| to_iggy(index, &delivery.messages[index]))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(RequestError::rejected)?;
-            let sent = client.send_messages(&topic.stream_id, &topic.topic_id, &send.partitioning, &mut batch).await;
+        // Every part converted before any is sent: a message Iggy cannot take rejects
+        // the batch before any of it reaches this stream.
+        let parts = sends
+            .iter()
+            .map(|send| to_iggy(&delivery.messages, &send.messages, now))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(RequestError::rejected)?;
+        for (send, mut part) in sends.iter().zip(parts) {
+            let sent = client.send_messages(&topic.stream_id, &topic.topic_id, &send.partitioning, &mut part).await;
             if let Err(error) = sent {
                 if matches!(
                     error,
@@ -88,8 +90,11 @@ impl Target for IggyTarget {
         // another on the same connection.
         let mut guard =
             AbandonGuard { connection: &self.connection, generation: live.generation, armed: true, reason: None };
+        // The origin timestamp of the messages that carry none: the same for the whole
+        // batch, in every stream.
+        let now = IggyTimestamp::now().as_micros();
         for stream in delivery.streams.iter() {
-            if let Err(error) = self.deliver_to(&live.client, stream, delivery).await {
+            if let Err(error) = self.deliver_to(&live.client, stream, delivery, now).await {
                 guard.armed = error.breaks_connection;
                 if error.breaks_connection {
                     guard.reason = Some(error.message.clone());

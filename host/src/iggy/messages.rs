@@ -8,9 +8,10 @@
 
 use std::collections::BTreeMap;
 
-use bytes::Bytes;
+use bytes::{BufMut, BytesMut};
 use iggy::prelude::{
-    HeaderKey, HeaderKind, HeaderValue as IggyHeaderValue, IggyMessage, Partitioning as IggyPartitioning,
+    HeaderKind, HeaderValue as IggyHeaderValue, IggyError, IggyMessage, IggyMessageHeader, MAX_PAYLOAD_SIZE,
+    MAX_USER_HEADERS_SIZE, Partitioning as IggyPartitioning,
 };
 
 use super::topics::TopicInfo;
@@ -19,33 +20,107 @@ use crate::config::Partitioning;
 use crate::guest_text;
 use crate::sink::input::StoredMessage;
 
-/// `message` as Iggy sends it. Errors say which rule of Iggy's the message breaks.
-pub fn to_iggy(index: usize, message: &Message) -> Result<IggyMessage, String> {
-    let at = |what: String| format!("message {index}: {what}");
-    let headers = if message.headers.is_empty() {
-        None
-    } else {
-        let mut headers = BTreeMap::new();
-        for header in &message.headers {
-            let key = HeaderKey::try_from(header.key.as_str()).map_err(|e| {
-                at(format!("header key {} is not valid for Iggy ({e})", guest_text::quote(&header.key)))
-            })?;
-            let value = header_value(&header.value)
-                .map_err(|e| at(format!("header {} is not valid for Iggy ({e})", guest_text::quote(&header.key))))?;
-            headers.insert(key, value);
+/// The messages of `batch` at `indexes`, as Iggy sends them; `now` (microseconds
+/// since the epoch, read once per batch) is the origin timestamp of those that carry
+/// none. Errors name the message and the rule of Iggy's it breaks.
+///
+/// Built field by field rather than with `IggyMessage::builder()`, which for every
+/// message copies the payload into an allocation of its own, builds a map of typed
+/// headers (two allocations per header) only to encode it to bytes, and reads the
+/// clock. Here the payloads and encoded headers of the whole send are written once
+/// into one buffer and each message's `Bytes` is a slice of it; the headers are
+/// encoded straight to Iggy's wire format, in the order of Iggy's own map (by key;
+/// of a key given twice the last value), so the bytes on the wire are the same.
+pub fn to_iggy(batch: &[Message], indexes: &[usize], now: u64) -> Result<Vec<IggyMessage>, String> {
+    let size = indexes.iter().map(|&index| wire_size(&batch[index])).sum();
+    let mut buffer = BytesMut::with_capacity(size);
+    let mut sorted = Vec::new();
+    let mut converted = Vec::with_capacity(indexes.len());
+    for &index in indexes {
+        let message = &batch[index];
+        let at = |what: String| format!("message {index}: {what}");
+        let refused = |error: IggyError| at(format!("Iggy refuses it: {error}"));
+        check_headers(&message.headers).map_err(at)?;
+        if message.payload.is_empty() {
+            return Err(refused(IggyError::InvalidMessagePayloadLength));
         }
-        Some(headers)
-    };
-    let mut built = IggyMessage::builder()
-        .maybe_id(message.id.as_ref().map(|id| id.get()))
-        .payload(Bytes::copy_from_slice(&message.payload))
-        .maybe_user_headers(headers)
-        .build()
-        .map_err(|e| at(format!("Iggy refuses it: {e}")))?;
-    if let Some(origin) = message.origin_timestamp {
-        built.header.origin_timestamp = origin;
+        if message.payload.len() > MAX_PAYLOAD_SIZE as usize {
+            return Err(refused(IggyError::TooBigMessagePayload));
+        }
+        buffer.extend_from_slice(&message.payload);
+        let payload = buffer.split().freeze();
+        let user_headers = if message.headers.is_empty() {
+            None
+        } else {
+            encode_headers(&message.headers, &mut sorted, &mut buffer);
+            if buffer.len() > MAX_USER_HEADERS_SIZE as usize {
+                return Err(refused(IggyError::TooBigUserHeaders));
+            }
+            Some(buffer.split().freeze())
+        };
+        let header = IggyMessageHeader {
+            checksum: 0,
+            // Never 0 here (ids are assigned before delivery); 0 would ask the server for one.
+            id: message.id.as_ref().map_or(0, Uint128::get),
+            offset: 0,
+            timestamp: 0,
+            origin_timestamp: message.origin_timestamp.unwrap_or(now),
+            user_headers_length: user_headers.as_ref().map_or(0, |h| h.len() as u32),
+            payload_length: payload.len() as u32,
+            reserved: 0,
+        };
+        converted.push(IggyMessage { header, payload, user_headers });
     }
-    Ok(built)
+    Ok(converted)
+}
+
+/// The bytes `message` takes in the buffer of [`to_iggy`]: its payload and its headers
+/// as Iggy encodes them (per header: kind, length and bytes of the key, then of the value).
+fn wire_size(message: &Message) -> usize {
+    let header = |h: &Header| 1 + 4 + h.key.len() + 1 + 4 + wire_value(&h.value, &mut [0; 16]).1.len();
+    message.payload.len() + message.headers.iter().map(header).sum::<usize>()
+}
+
+/// Whether Iggy takes every header: keys, and text or raw values, of 1 to 255 bytes.
+/// The first header it refuses, in the message's order, is named.
+fn check_headers(headers: &[Header]) -> Result<(), String> {
+    let fits = |bytes: &[u8]| (1..=255).contains(&bytes.len());
+    for header in headers {
+        if !fits(header.key.as_bytes()) {
+            let key = guest_text::quote(&header.key);
+            return Err(format!("header key {key} is not valid for Iggy ({})", IggyError::InvalidHeaderValue));
+        }
+        if let HeaderValue::String(_) | HeaderValue::Raw(_) = &header.value
+            && !fits(wire_value(&header.value, &mut [0; 16]).1)
+        {
+            let key = guest_text::quote(&header.key);
+            return Err(format!("header {key} is not valid for Iggy ({})", IggyError::InvalidHeaderValue));
+        }
+    }
+    Ok(())
+}
+
+/// Append `headers` (checked) to `out` in Iggy's wire format, ordered as Iggy's map of
+/// them would be: by key (every key here is text, so by its bytes), the last value of
+/// a key given twice. `sorted` is scratch space, reused from message to message.
+fn encode_headers<'a>(headers: &'a [Header], sorted: &mut Vec<&'a Header>, out: &mut BytesMut) {
+    sorted.clear();
+    sorted.extend(headers);
+    // Stable: of equal keys, the last given stays last.
+    sorted.sort_by(|a, b| a.key.as_bytes().cmp(b.key.as_bytes()));
+    let mut scratch = [0; 16];
+    for (at, header) in sorted.iter().enumerate() {
+        if sorted.get(at + 1).is_some_and(|next| next.key == header.key) {
+            continue;
+        }
+        let (kind, value) = wire_value(&header.value, &mut scratch);
+        out.put_u8(HeaderKind::String.as_code());
+        out.put_u32_le(header.key.len() as u32);
+        out.put_slice(header.key.as_bytes());
+        out.put_u8(kind.as_code());
+        out.put_u32_le(value.len() as u32);
+        out.put_slice(value);
+    }
 }
 
 /// A message Iggy stored, as a sink receives it: its offset, id and timestamps, its
@@ -99,46 +174,31 @@ fn header_from_iggy(value: &IggyHeaderValue) -> Result<HeaderValue, iggy::prelud
     })
 }
 
-fn header_value(value: &HeaderValue) -> Result<IggyHeaderValue, iggy::prelude::IggyError> {
-    Ok(match value {
-        HeaderValue::Raw(v) => IggyHeaderValue::try_from(v.as_slice())?,
-        HeaderValue::String(v) => IggyHeaderValue::try_from(v.as_str())?,
-        HeaderValue::Bool(v) => (*v).into(),
-        HeaderValue::Int8(v) => (*v).into(),
-        HeaderValue::Int16(v) => (*v).into(),
-        HeaderValue::Int32(v) => (*v).into(),
-        HeaderValue::Int64(v) => (*v).into(),
-        HeaderValue::Int128(v) => v.get().into(),
-        HeaderValue::Uint8(v) => (*v).into(),
-        HeaderValue::Uint16(v) => (*v).into(),
-        HeaderValue::Uint32(v) => (*v).into(),
-        HeaderValue::Uint64(v) => (*v).into(),
-        HeaderValue::Uint128(v) => v.get().into(),
-        HeaderValue::Float32(v) => (*v).into(),
-        HeaderValue::Float64(v) => (*v).into(),
-    })
-}
-
-/// The bytes a header value contributes as a partitioning key: its value as Iggy
-/// stores it (text as UTF-8, numbers little-endian).
-fn key_bytes(value: &HeaderValue) -> Vec<u8> {
-    match value {
-        HeaderValue::Raw(v) => v.clone(),
-        HeaderValue::String(v) => v.as_bytes().to_vec(),
-        HeaderValue::Bool(v) => vec![u8::from(*v)],
-        HeaderValue::Int8(v) => v.to_le_bytes().to_vec(),
-        HeaderValue::Int16(v) => v.to_le_bytes().to_vec(),
-        HeaderValue::Int32(v) => v.to_le_bytes().to_vec(),
-        HeaderValue::Int64(v) => v.to_le_bytes().to_vec(),
-        HeaderValue::Int128(v) => v.get().to_le_bytes().to_vec(),
-        HeaderValue::Uint8(v) => v.to_le_bytes().to_vec(),
-        HeaderValue::Uint16(v) => v.to_le_bytes().to_vec(),
-        HeaderValue::Uint32(v) => v.to_le_bytes().to_vec(),
-        HeaderValue::Uint64(v) => v.to_le_bytes().to_vec(),
-        HeaderValue::Uint128(v) => v.get().to_le_bytes().to_vec(),
-        HeaderValue::Float32(v) => v.to_le_bytes().to_vec(),
-        HeaderValue::Float64(v) => v.to_le_bytes().to_vec(),
-    }
+/// A header value as Iggy stores it: its kind, and its bytes (text as UTF-8, numbers
+/// little-endian), which are written into `scratch` when they are a number's.
+fn wire_value<'v>(value: &'v HeaderValue, scratch: &'v mut [u8; 16]) -> (HeaderKind, &'v [u8]) {
+    let mut number = |kind: HeaderKind, bytes: &[u8]| {
+        scratch[..bytes.len()].copy_from_slice(bytes);
+        (kind, bytes.len())
+    };
+    let (kind, len) = match value {
+        HeaderValue::Raw(v) => return (HeaderKind::Raw, v),
+        HeaderValue::String(v) => return (HeaderKind::String, v.as_bytes()),
+        HeaderValue::Bool(v) => number(HeaderKind::Bool, &[u8::from(*v)]),
+        HeaderValue::Int8(v) => number(HeaderKind::Int8, &v.to_le_bytes()),
+        HeaderValue::Int16(v) => number(HeaderKind::Int16, &v.to_le_bytes()),
+        HeaderValue::Int32(v) => number(HeaderKind::Int32, &v.to_le_bytes()),
+        HeaderValue::Int64(v) => number(HeaderKind::Int64, &v.to_le_bytes()),
+        HeaderValue::Int128(v) => number(HeaderKind::Int128, &v.get().to_le_bytes()),
+        HeaderValue::Uint8(v) => number(HeaderKind::Uint8, &v.to_le_bytes()),
+        HeaderValue::Uint16(v) => number(HeaderKind::Uint16, &v.to_le_bytes()),
+        HeaderValue::Uint32(v) => number(HeaderKind::Uint32, &v.to_le_bytes()),
+        HeaderValue::Uint64(v) => number(HeaderKind::Uint64, &v.to_le_bytes()),
+        HeaderValue::Uint128(v) => number(HeaderKind::Uint128, &v.get().to_le_bytes()),
+        HeaderValue::Float32(v) => number(HeaderKind::Float32, &v.to_le_bytes()),
+        HeaderValue::Float64(v) => number(HeaderKind::Float64, &v.to_le_bytes()),
+    };
+    (kind, &scratch[..len])
 }
 
 /// One send: where to, and the indexes of the messages that go there.
@@ -157,11 +217,14 @@ pub fn plan(partitioning: &Partitioning, topic: &TopicInfo, messages: &[Message]
                 let id = message.id.as_ref().ok_or_else(|| format!("message {index} has no id"))?;
                 Ok(id.get().to_le_bytes().to_vec())
             }
-            Partitioning::Header(name) => {
-                message.headers.iter().find(|h| &h.key == name).map(|h| key_bytes(&h.value)).ok_or_else(|| {
+            Partitioning::Header(name) => message
+                .headers
+                .iter()
+                .find(|h| &h.key == name)
+                .map(|h| wire_value(&h.value, &mut [0; 16]).1.to_vec())
+                .ok_or_else(|| {
                     format!("message {index} has no header {name:?}, which partitioning takes its key from")
-                })
-            }
+                }),
             Partitioning::Balanced | Partitioning::PartitionId(_) => unreachable!("no key needed"),
         }
     };
@@ -187,7 +250,7 @@ pub fn plan(partitioning: &Partitioning, topic: &TopicInfo, messages: &[Message]
 
 #[cfg(test)]
 mod tests {
-    use iggy::prelude::Identifier;
+    use iggy::prelude::{HeaderKey, Identifier};
 
     use super::*;
     use crate::batch::{Header, Int128, Uint128};
@@ -200,6 +263,11 @@ mod tests {
         TopicInfo { stream_id: Identifier::named("s").unwrap(), topic_id: Identifier::named("t").unwrap(), partitions }
     }
 
+    /// One message converted alone.
+    fn one(message: Message, now: u64) -> Result<IggyMessage, String> {
+        to_iggy(&[message], &[0], now).map(|mut converted| converted.remove(0))
+    }
+
     #[test]
     fn payload_id_timestamp_and_typed_headers_are_carried() {
         let headers = vec![
@@ -210,10 +278,11 @@ mod tests {
             Header { key: "ratio".into(), value: HeaderValue::Float64(0.5) },
             Header { key: "blob".into(), value: HeaderValue::Raw(vec![1, 2, 3]) },
         ];
-        let converted = to_iggy(0, &message(99, headers)).unwrap();
+        let converted = one(message(99, headers), 7).unwrap();
         assert_eq!(converted.header.id, 99);
-        assert_eq!(converted.header.origin_timestamp, 42);
+        assert_eq!(converted.header.origin_timestamp, 42, "the message's own, not the batch's");
         assert_eq!(&converted.payload[..], b"{}");
+        assert_eq!(converted.header.payload_length, 2);
         let map = converted.user_headers_map().unwrap().unwrap();
         let get = |k: &str| map.get(&HeaderKey::try_from(k).unwrap()).unwrap().clone();
         assert_eq!(get("name").as_str().unwrap(), "ferry");
@@ -222,16 +291,169 @@ mod tests {
         assert!(get("ok").as_bool().unwrap());
         assert_eq!(get("ratio").as_float64().unwrap(), 0.5);
         assert_eq!(get("blob").as_raw().unwrap(), &[1, 2, 3]);
+        assert_eq!(map.len(), 6);
+    }
+
+    #[test]
+    fn a_message_without_origin_timestamp_gets_the_batchs() {
+        let without = Message { origin_timestamp: None, ..message(1, vec![]) };
+        assert_eq!(one(without, 1_700_000_000_000_000).unwrap().header.origin_timestamp, 1_700_000_000_000_000);
     }
 
     #[test]
     fn what_iggy_cannot_carry_is_an_error_naming_the_message() {
         let empty = Message { id: None, headers: vec![], payload: vec![], origin_timestamp: None };
-        let error = to_iggy(3, &empty).unwrap_err();
+        let batch = [message(1, vec![]), message(2, vec![]), message(3, vec![]), empty];
+        let error = to_iggy(&batch, &[0, 3], 0).unwrap_err();
         assert!(error.starts_with("message 3: Iggy refuses it"), "{error}");
         let long = Header { key: "k".into(), value: HeaderValue::String("x".repeat(300)) };
-        let error = to_iggy(1, &message(1, vec![long])).unwrap_err();
+        let error = to_iggy(&[message(1, vec![]), message(1, vec![long])], &[1], 0).unwrap_err();
         assert!(error.contains("message 1: header \"k\""), "{error}");
+        let unnamed = Header { key: String::new(), value: HeaderValue::Bool(true) };
+        let error = one(message(1, vec![unnamed]), 0).unwrap_err();
+        assert!(error.starts_with("message 0: header key \"\" is not valid for Iggy"), "{error}");
+    }
+
+    #[test]
+    fn the_messages_of_a_batch_keep_their_own_bytes() {
+        // They share one buffer: each must see its own slice of it, whatever the order.
+        let batch: Vec<Message> = (0..50u32)
+            .map(|i| Message {
+                id: Some(Uint128::from(u128::from(i) + 1)),
+                headers: (0..i % 3)
+                    .map(|h| Header { key: format!("h{h}"), value: HeaderValue::String("v".repeat(i as usize + 1)) })
+                    .collect(),
+                payload: vec![i as u8; i as usize + 1],
+                origin_timestamp: None,
+            })
+            .collect();
+        let indexes: Vec<usize> = (0..50).rev().step_by(2).collect();
+        let converted = to_iggy(&batch, &indexes, 5).unwrap();
+        assert_eq!(converted.len(), indexes.len());
+        for (&index, iggy) in indexes.iter().zip(&converted) {
+            assert_eq!(iggy, &through_the_builder(index, &batch[index], 5).unwrap(), "message {index}");
+        }
+    }
+
+    #[test]
+    fn headers_over_iggys_total_limit_are_refused_as_the_builder_refuses_them() {
+        let headers: Vec<Header> = (0..250)
+            .map(|i| Header { key: format!("{i:0>200}"), value: HeaderValue::String("x".repeat(255)) })
+            .collect();
+        let error = one(message(1, headers.clone()), 0).unwrap_err();
+        assert_eq!(Err(error), through_the_builder(0, &message(1, headers), 0));
+    }
+
+    /// The conversion as it was done through Iggy's own types and builder: what
+    /// [`to_iggy`] must give, byte for byte.
+    fn through_the_builder(index: usize, message: &Message, now: u64) -> Result<IggyMessage, String> {
+        let at = |what: String| format!("message {index}: {what}");
+        let headers = if message.headers.is_empty() {
+            None
+        } else {
+            let mut headers = BTreeMap::new();
+            for header in &message.headers {
+                let key = HeaderKey::try_from(header.key.as_str()).map_err(|e| {
+                    at(format!("header key {} is not valid for Iggy ({e})", guest_text::quote(&header.key)))
+                })?;
+                let value = iggy_value(&header.value).map_err(|e| {
+                    at(format!("header {} is not valid for Iggy ({e})", guest_text::quote(&header.key)))
+                })?;
+                headers.insert(key, value);
+            }
+            Some(headers)
+        };
+        let mut built = IggyMessage::builder()
+            .maybe_id(message.id.as_ref().map(|id| id.get()))
+            .payload(bytes::Bytes::copy_from_slice(&message.payload))
+            .maybe_user_headers(headers)
+            .build()
+            .map_err(|e| at(format!("Iggy refuses it: {e}")))?;
+        built.header.origin_timestamp = message.origin_timestamp.unwrap_or(now);
+        Ok(built)
+    }
+
+    fn iggy_value(value: &HeaderValue) -> Result<IggyHeaderValue, IggyError> {
+        Ok(match value {
+            HeaderValue::Raw(v) => IggyHeaderValue::try_from(v.as_slice())?,
+            HeaderValue::String(v) => IggyHeaderValue::try_from(v.as_str())?,
+            HeaderValue::Bool(v) => (*v).into(),
+            HeaderValue::Int8(v) => (*v).into(),
+            HeaderValue::Int16(v) => (*v).into(),
+            HeaderValue::Int32(v) => (*v).into(),
+            HeaderValue::Int64(v) => (*v).into(),
+            HeaderValue::Int128(v) => v.get().into(),
+            HeaderValue::Uint8(v) => (*v).into(),
+            HeaderValue::Uint16(v) => (*v).into(),
+            HeaderValue::Uint32(v) => (*v).into(),
+            HeaderValue::Uint64(v) => (*v).into(),
+            HeaderValue::Uint128(v) => v.get().into(),
+            HeaderValue::Float32(v) => (*v).into(),
+            HeaderValue::Float64(v) => (*v).into(),
+        })
+    }
+
+    mod properties {
+        //! [`to_iggy`] against the conversion through Iggy's builder, on arbitrary
+        //! messages: the same messages (bytes, headers on the wire, id, timestamps) or
+        //! the same error.
+        use proptest::prelude::*;
+
+        use super::*;
+
+        fn header_value() -> impl Strategy<Value = HeaderValue> {
+            prop_oneof![
+                proptest::collection::vec(any::<u8>(), 0..4).prop_map(HeaderValue::Raw),
+                prop_oneof![".{0,4}", "x{250,260}"].prop_map(HeaderValue::String),
+                any::<bool>().prop_map(HeaderValue::Bool),
+                any::<i8>().prop_map(HeaderValue::Int8),
+                any::<i16>().prop_map(HeaderValue::Int16),
+                any::<i32>().prop_map(HeaderValue::Int32),
+                any::<i64>().prop_map(HeaderValue::Int64),
+                any::<i128>().prop_map(|v| HeaderValue::Int128(Int128::from(v))),
+                any::<u8>().prop_map(HeaderValue::Uint8),
+                any::<u16>().prop_map(HeaderValue::Uint16),
+                any::<u32>().prop_map(HeaderValue::Uint32),
+                any::<u64>().prop_map(HeaderValue::Uint64),
+                any::<u128>().prop_map(|v| HeaderValue::Uint128(Uint128::from(v))),
+                any::<f32>().prop_map(HeaderValue::Float32),
+                any::<f64>().prop_map(HeaderValue::Float64),
+            ]
+        }
+
+        fn message() -> impl Strategy<Value = Message> {
+            // Few, short keys: unsorted, repeated, now and then empty.
+            let header = ("[a-cé]{0,2}", header_value()).prop_map(|(key, value)| Header { key, value });
+            (
+                proptest::option::of(1..u128::MAX),
+                proptest::collection::vec(header, 0..6),
+                proptest::collection::vec(any::<u8>(), 0..40),
+                proptest::option::of(any::<u64>()),
+            )
+                .prop_map(|(id, headers, payload, origin_timestamp)| Message {
+                    id: id.map(Uint128::from),
+                    headers,
+                    payload,
+                    origin_timestamp,
+                })
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+            #[test]
+            fn to_iggy_gives_what_the_builder_gives(
+                batch in proptest::collection::vec(message(), 1..6),
+                now in any::<u64>(),
+            ) {
+                let indexes: Vec<usize> = (0..batch.len()).rev().collect();
+                let expected = indexes
+                    .iter()
+                    .map(|&index| through_the_builder(index, &batch[index], now))
+                    .collect::<Result<Vec<_>, _>>();
+                prop_assert_eq!(to_iggy(&batch, &indexes, now), expected);
+            }
+        }
     }
 
     #[test]
