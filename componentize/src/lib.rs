@@ -49,6 +49,10 @@ pub enum Toolchain {
     Fallback,
 }
 
+/// The script that installs the fallback, in the checkout this was built from (named
+/// whole, since an author's crate is elsewhere).
+const SETUP_SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/setup-guest-toolchain");
+
 const FALLBACK_CARGO: &str = "/usr/bin/cargo";
 const FALLBACK_RUSTC: &str = "/usr/bin/rustc";
 const FALLBACK_STD_SOURCE: &str = "/usr/lib/rustlib/src/rust/library";
@@ -71,9 +75,7 @@ impl Toolchain {
             }
             Some("fallback") => {
                 if let Some(missing) = fallback_missing {
-                    bail!(
-                        "FERRY_GUEST_TOOLCHAIN=fallback, but {missing} is missing; run scripts/setup-guest-toolchain"
-                    );
+                    bail!("FERRY_GUEST_TOOLCHAIN=fallback, but {missing} is missing; run {SETUP_SCRIPT}");
                 }
                 return Ok(Toolchain::Fallback);
             }
@@ -88,7 +90,7 @@ impl Toolchain {
             Some(missing) => bail!(
                 "no toolchain can build the wasm guests: rustup's wasm32-wasip2 target is not \
                  installed (`rustup target add wasm32-wasip2`), and the fallback is incomplete \
-                 ({missing} is missing; `scripts/setup-guest-toolchain` installs it)"
+                 ({missing} is missing; `{SETUP_SCRIPT}` installs it)"
             ),
         }
     }
