@@ -1,4 +1,5 @@
-//! Builds this workspace's guest crates (every `cdylib`) into WebAssembly components.
+//! Builds guest crates (`cdylib`s) into WebAssembly components: this workspace's own
+//! (`ferry-componentize`, the tests' build script) and any author's (`ferry build`).
 //!
 //! Two toolchains can do it, and this picks the first that is present:
 //!
@@ -11,9 +12,10 @@
 //!    add` cannot download anything.
 //!
 //! Guests are built from source every time the caller asks (cargo makes that cheap
-//! when nothing changed), so tests never run a stale `.wasm`. The guest build uses its
-//! own target directory (`target/guests`): it is a different compiler and a different
-//! target, and the standard library it builds from source is kept there between runs.
+//! when nothing changed), so tests never run a stale `.wasm`. The workspace's guest
+//! build uses its own target directory (`target/guests`), an author's crate its own
+//! `target/`: it is a different compiler and a different target, and the standard
+//! library it builds from source is kept there between runs.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -47,6 +49,10 @@ pub enum Toolchain {
     Fallback,
 }
 
+/// The script that installs the fallback, in the checkout this was built from (named
+/// whole, since an author's crate is elsewhere).
+const SETUP_SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/setup-guest-toolchain");
+
 const FALLBACK_CARGO: &str = "/usr/bin/cargo";
 const FALLBACK_RUSTC: &str = "/usr/bin/rustc";
 const FALLBACK_STD_SOURCE: &str = "/usr/lib/rustlib/src/rust/library";
@@ -69,9 +75,7 @@ impl Toolchain {
             }
             Some("fallback") => {
                 if let Some(missing) = fallback_missing {
-                    bail!(
-                        "FERRY_GUEST_TOOLCHAIN=fallback, but {missing} is missing; run scripts/setup-guest-toolchain"
-                    );
+                    bail!("FERRY_GUEST_TOOLCHAIN=fallback, but {missing} is missing; run {SETUP_SCRIPT}");
                 }
                 return Ok(Toolchain::Fallback);
             }
@@ -86,7 +90,7 @@ impl Toolchain {
             Some(missing) => bail!(
                 "no toolchain can build the wasm guests: rustup's wasm32-wasip2 target is not \
                  installed (`rustup target add wasm32-wasip2`), and the fallback is incomplete \
-                 ({missing} is missing; `scripts/setup-guest-toolchain` installs it)"
+                 ({missing} is missing; `{SETUP_SCRIPT}` installs it)"
             ),
         }
     }
@@ -95,6 +99,17 @@ impl Toolchain {
         match self {
             Toolchain::Standard { .. } => "wasm32-wasip2",
             Toolchain::Fallback => "wasm32-wasip1",
+        }
+    }
+}
+
+impl std::fmt::Display for Toolchain {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Toolchain::Standard { .. } => f.write_str("rustup's wasm32-wasip2 target"),
+            Toolchain::Fallback => {
+                f.write_str("the fallback toolchain (Debian's rustc-web, wasm32-wasip1, the preview-1 adapter)")
+            }
         }
     }
 }
@@ -120,16 +135,28 @@ fn fallback_missing() -> Option<&'static str> {
 
 /// The guest crates of the workspace at `root`: its `cdylib` packages.
 pub fn workspace_guests(root: &Path) -> Result<Vec<Guest>> {
+    let mut guests = guests_of(&metadata(&[], Some(root))?);
+    guests.sort_by(|a, b| a.package.cmp(&b.package));
+    Ok(guests)
+}
+
+/// `cargo metadata` (without dependencies) with `args`, run in `dir` if given.
+fn metadata(args: &[&std::ffi::OsStr], dir: Option<&Path>) -> Result<serde_json::Value> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let output = Command::new(cargo)
-        .args(["metadata", "--format-version", "1", "--no-deps", "--offline"])
-        .current_dir(root)
-        .output()
-        .context("running `cargo metadata`")?;
-    if !output.status.success() {
-        bail!("`cargo metadata` failed: {}", String::from_utf8_lossy(&output.stderr));
+    let mut command = Command::new(cargo);
+    command.args(["metadata", "--format-version", "1", "--no-deps", "--offline"]).args(args);
+    if let Some(dir) = dir {
+        command.current_dir(dir);
     }
-    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout)?;
+    let output = command.output().context("running `cargo metadata`")?;
+    if !output.status.success() {
+        bail!("`cargo metadata` failed: {}", String::from_utf8_lossy(&output.stderr).trim());
+    }
+    Ok(serde_json::from_slice(&output.stdout)?)
+}
+
+/// The `cdylib` packages `cargo metadata` lists.
+fn guests_of(metadata: &serde_json::Value) -> Vec<Guest> {
     let mut guests = Vec::new();
     for package in metadata["packages"].as_array().into_iter().flatten() {
         for target in package["targets"].as_array().into_iter().flatten() {
@@ -144,8 +171,7 @@ pub fn workspace_guests(root: &Path) -> Result<Vec<Guest>> {
             }
         }
     }
-    guests.sort_by(|a, b| a.package.cmp(&b.package));
-    Ok(guests)
+    guests
 }
 
 /// Where guest builds go: `$CARGO_TARGET_DIR` or `ROOT/target`, plus `guests` for the
@@ -161,44 +187,137 @@ pub fn build(root: &Path, guests: &[Guest], toolchain: &Toolchain) -> Result<Vec
         return Ok(Vec::new());
     }
     let target_dir = target_dir(root);
-    let guest_target_dir = target_dir.join("guests");
-    let components_dir = target_dir.join("components");
-    std::fs::create_dir_all(&components_dir).with_context(|| format!("creating {}", components_dir.display()))?;
+    let job = Job {
+        manifest: &root.join("Cargo.toml"),
+        guests,
+        target_dir: &target_dir.join("guests"),
+        components_dir: &target_dir.join("components"),
+        // The workspace's lock file is part of the repository: a build must not change it.
+        locked: true,
+    };
+    job.run(toolchain)
+}
 
-    let mut cargo = cargo_command(toolchain);
-    cargo
-        .current_dir(root)
-        .args(["build", "--release", "--locked", "--target", toolchain.target()])
-        .arg("--target-dir")
-        .arg(&guest_target_dir)
-        // Guests ship without DWARF (it would triple their size); the name section
-        // stays, so traps still show function names.
-        .env("CARGO_PROFILE_RELEASE_DEBUG", "false");
-    for guest in guests {
-        cargo.args(["-p", &guest.package]);
+/// The guest crate whose manifest is `manifest` (a `Cargo.toml`), whatever workspace
+/// it belongs to: an error naming the path if it is not a crate, or not a `cdylib`.
+pub fn crate_guest(manifest: &Path) -> Result<Guest> {
+    if !manifest.is_file() {
+        bail!("{}: no such file; a connector crate is a directory with a Cargo.toml", manifest.display());
     }
-    let status = cargo.status().context("running cargo to build the guests")?;
-    if !status.success() {
-        bail!("building the guests failed ({status}); the compiler's messages are above");
+    let manifest =
+        manifest.canonicalize().with_context(|| format!("{}: cannot resolve the path", manifest.display()))?;
+    let metadata = metadata(&["--manifest-path".as_ref(), manifest.as_os_str()], None)
+        .with_context(|| format!("{}: cannot read the crate", manifest.display()))?;
+    let guests = guests_of(&metadata);
+    let dir = manifest.parent().map(Path::to_path_buf).unwrap_or_default();
+    if let Some(guest) = guests.into_iter().find(|g| g.dir == dir) {
+        return Ok(guest);
     }
+    let package = metadata["packages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|p| p["manifest_path"].as_str().map(Path::new) == Some(&manifest));
+    match package {
+        Some(package) => bail!(
+            "{}: `{}` is not a connector crate: a connector is a library built as a `cdylib` \
+             (add `[lib]` with `crate-type = [\"cdylib\"]`)",
+            manifest.display(),
+            package["name"].as_str().unwrap_or_default()
+        ),
+        // A virtual workspace manifest has no package of its own.
+        None => bail!("{}: not a crate (no [package]); name the connector crate's directory", manifest.display()),
+    }
+}
 
-    let out_dir = guest_target_dir.join(toolchain.target()).join("release");
-    guests
-        .iter()
-        .map(|guest| {
-            let wasm = out_dir.join(format!("{}.wasm", guest.lib_name));
-            let bytes = std::fs::read(&wasm).with_context(|| format!("reading {}", wasm.display()))?;
-            let component = match toolchain {
-                Toolchain::Standard { .. } => bytes,
-                Toolchain::Fallback => {
-                    componentize(&bytes).with_context(|| format!("turning {} into a component", wasm.display()))?
-                }
-            };
-            let path = components_dir.join(format!("{}.wasm", guest.lib_name));
-            write_if_changed(&path, &component)?;
-            Ok(Built { package: guest.package.clone(), path })
-        })
-        .collect()
+/// Build the one guest crate whose manifest is `manifest` into a component, whatever
+/// workspace it belongs to, and return where the component is.
+///
+/// The compiler's files go to `$CARGO_TARGET_DIR`, else to `target/` beside the
+/// manifest (not Ferry's), so that the standard library the fallback builds from
+/// source is kept per crate between builds. The component goes to
+/// `target/components/<lib>.wasm` beside the manifest, and is copied to `out` if given.
+pub fn build_crate(manifest: &Path, toolchain: &Toolchain, out: Option<&Path>) -> Result<Built> {
+    let guest = crate_guest(manifest)?;
+    let job = Job {
+        manifest: &guest.dir.join("Cargo.toml"),
+        guests: std::slice::from_ref(&guest),
+        target_dir: &target_dir(&guest.dir),
+        components_dir: &guest.dir.join("target/components"),
+        // An author's crate may have no lock file yet: cargo writes one.
+        locked: false,
+    };
+    let built = job.run(toolchain)?.pop().context("cargo built nothing")?;
+    let Some(out) = out else {
+        return Ok(built);
+    };
+    std::fs::copy(&built.path, out)
+        .with_context(|| format!("copying {} to {}", built.path.display(), out.display()))?;
+    Ok(Built { package: built.package, path: out.to_path_buf() })
+}
+
+/// One `cargo build` of guests of one workspace, and the components made of them.
+struct Job<'a> {
+    /// The manifest cargo runs with.
+    manifest: &'a Path,
+    guests: &'a [Guest],
+    /// The compiler's own files.
+    target_dir: &'a Path,
+    /// Where the finished components go, as `<lib>.wasm`.
+    components_dir: &'a Path,
+    /// Refuse to change the lock file.
+    locked: bool,
+}
+
+impl Job<'_> {
+    fn run(&self, toolchain: &Toolchain) -> Result<Vec<Built>> {
+        std::fs::create_dir_all(self.components_dir)
+            .with_context(|| format!("creating {}", self.components_dir.display()))?;
+        let mut cargo = cargo_command(toolchain);
+        // Cargo reads the `.cargo/config.toml` files above the directory it runs in:
+        // the crate's own, not those of wherever the build was asked for.
+        if let Some(dir) = self.manifest.parent() {
+            cargo.current_dir(dir);
+        }
+        cargo
+            .arg("build")
+            .arg("--manifest-path")
+            .arg(self.manifest)
+            .args(["--release", "--target", toolchain.target()])
+            .arg("--target-dir")
+            .arg(self.target_dir)
+            // Guests ship without DWARF (it would triple their size); the name section
+            // stays, so traps still show function names.
+            .env("CARGO_PROFILE_RELEASE_DEBUG", "false");
+        if self.locked {
+            cargo.arg("--locked");
+        }
+        for guest in self.guests {
+            cargo.args(["-p", &guest.package]);
+        }
+        let status = cargo.status().context("running cargo to build the guests")?;
+        if !status.success() {
+            bail!("{}: building failed ({status}); the compiler's messages are above", self.manifest.display());
+        }
+
+        let out_dir = self.target_dir.join(toolchain.target()).join("release");
+        self.guests
+            .iter()
+            .map(|guest| {
+                let wasm = out_dir.join(format!("{}.wasm", guest.lib_name));
+                let bytes = std::fs::read(&wasm).with_context(|| format!("reading {}", wasm.display()))?;
+                let component = match toolchain {
+                    Toolchain::Standard { .. } => bytes,
+                    Toolchain::Fallback => {
+                        componentize(&bytes).with_context(|| format!("turning {} into a component", wasm.display()))?
+                    }
+                };
+                let path = self.components_dir.join(format!("{}.wasm", guest.lib_name));
+                write_if_changed(&path, &component)?;
+                Ok(Built { package: guest.package.clone(), path })
+            })
+            .collect()
+    }
 }
 
 /// A core module built for `wasm32-wasip1` becomes a component: its WIT world comes

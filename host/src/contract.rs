@@ -71,8 +71,8 @@ pub enum ContractError {
     #[error("not a WebAssembly file (it starts with {prefix}; a .wasm file starts with `\\0asm`)")]
     NotWasm { prefix: String },
     #[error(
-        "a core WebAssembly module, not a component: build it for wasm32-wasip2 (or run \
-         `wasm-tools component new`) so that it carries its WIT world"
+        "a core WebAssembly module, not a component: build its crate with `ferry build` (or \
+         for wasm32-wasip2) so that it carries its WIT world"
     )]
     CoreModule,
     #[error("a WIT package encoded as wasm, not a component")]

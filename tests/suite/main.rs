@@ -4,6 +4,7 @@
 //!
 //! `FERRY_TEST_LOG=<filter>` (e.g. `info`) prints the host's log while the tests run.
 
+mod authors;
 mod bad_config;
 mod bad_input;
 mod compile_bombs;

@@ -31,28 +31,42 @@ pub fn inspect(path: &Path, wit: bool, grants_of: Option<(&Path, &str)>) -> Resu
     if let Some((config_path, key)) = grants_of {
         print_grants(&world, config_path, key)?;
     }
+    let judgement = judge(path, &world, &settings)?;
+    println!("{judgement}");
+    Ok(if judgement.problem.is_none() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// What `ferry run` would make of a component: the role it claims, and why it cannot
+/// run as that role, if it cannot. `ferry inspect` and `ferry build` print it.
+pub(super) struct Judgement {
+    pub role: Role,
+    pub problem: Option<String>,
+}
+
+impl std::fmt::Display for Judgement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.problem {
+            None => write!(f, "{}: yes: implements {}, compiles and links", self.role, self.role.world()),
+            Some(problem) => write!(f, "{}: no: {problem}", self.role),
+        }
+    }
+}
+
+/// Judge the component at `path`, whose world is `world`, as `ferry run` would:
+/// against the contract of its role, then compiled and linked.
+pub(super) fn judge(path: &Path, world: &ComponentWorld, settings: &RuntimeConfig) -> Result<Judgement> {
     // A component is judged as what it claims to be; one that claims nothing is
     // told what a source would need.
-    let role = contract::role_of(&world).unwrap_or(Role::Source);
-    if let Err(problem) = contract::check(&world, &Contract::load(), role) {
-        println!("{role}: no: {problem}");
-        return Ok(ExitCode::FAILURE);
+    let role = contract::role_of(world).unwrap_or(Role::Source);
+    if let Err(problem) = contract::check(world, &Contract::load(), role) {
+        return Ok(Judgement { role, problem: Some(problem.to_string()) });
     }
-    let runtime = Runtime::new()?.with_compiler(super::run::isolated_compiler(&settings)?);
+    let runtime = Runtime::new()?.with_compiler(super::run::isolated_compiler(settings)?);
     let loaded = match role {
-        Role::Source => compiles::<SourceWorld>(&runtime, path, &settings),
-        Role::Sink => compiles::<SinkWorld>(&runtime, path, &settings),
+        Role::Source => compiles::<SourceWorld>(&runtime, path, settings),
+        Role::Sink => compiles::<SinkWorld>(&runtime, path, settings),
     };
-    match loaded {
-        Ok(()) => {
-            println!("{role}: yes: implements {}, compiles and links", role.world());
-            Ok(ExitCode::SUCCESS)
-        }
-        Err(problem) => {
-            println!("{role}: no: {problem}");
-            Ok(ExitCode::FAILURE)
-        }
-    }
+    Ok(Judgement { role, problem: loaded.err().map(|e| e.to_string()) })
 }
 
 /// Check and compile the component as `ferry run` would.

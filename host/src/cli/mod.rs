@@ -1,9 +1,11 @@
 //! The `ferry` command line: argument parsing and dispatch. Each subcommand is its
 //! own file.
 
+mod build;
 mod compile;
 mod inspect;
 mod log;
+mod new;
 mod run;
 mod state;
 mod status;
@@ -79,6 +81,53 @@ enum Command {
         /// The connector of --config whose grants to check.
         #[arg(long, requires = "config")]
         key: Option<String>,
+    },
+    /// Write a new connector crate, outside this repository, ready to build and run.
+    ///
+    /// Creates DIR/NAME (DIR is --path, by default the current directory) holding a
+    /// Rust crate that depends on the ferry-guest SDK of the checkout this ferry was
+    /// built from (by path; its README.md says how to depend on it by git), a
+    /// src/lib.rs to start from (a source emits JSON records with a gap-free `seq`
+    /// kept in its cursor; a sink writes every message it receives to its log and
+    /// acknowledges), and a ferry.toml that runs it against the local log. Refuses to
+    /// write into a directory that exists.
+    #[command(
+        after_help = "Examples:\n  ferry new source my-source --path ~/src\n  cd ~/src/my-source && ferry build \
+                      && ferry run ferry.toml"
+    )]
+    New {
+        /// What the connector is.
+        kind: new::Kind,
+        /// The connector's name: the crate's name, the directory's and the key in ferry.toml.
+        name: String,
+        /// The language (only rust for now).
+        #[arg(long, value_enum, default_value = "rust")]
+        lang: new::Lang,
+        /// The directory to create the connector's directory in.
+        #[arg(long, value_name = "DIR", default_value = ".")]
+        path: PathBuf,
+    },
+    /// Build the connector crate at PATH into a component and check it as `ferry run`
+    /// would.
+    ///
+    /// PATH is a directory with a Cargo.toml whose library is a `cdylib`, in any
+    /// workspace or none. The component is written to PATH/target/components/<lib>.wasm
+    /// (and copied to --out if given); the compiler's files stay in PATH/target (or
+    /// $CARGO_TARGET_DIR). Uses rustup's wasm32-wasip2 target when it is installed
+    /// (`rustup target add wasm32-wasip2`), else the fallback toolchain that Ferry's
+    /// scripts/setup-guest-toolchain installs (Debian's rustc-web building wasm32-wasip1,
+    /// turned into a component with the WASI preview-1 adapter); the error says which
+    /// is missing when neither is. FERRY_GUEST_TOOLCHAIN=standard or fallback forces
+    /// one. Then prints whether the component is a source or a sink that ferry can run
+    /// (what `ferry inspect` says), and exits 1 if it is neither.
+    #[command(after_help = "Examples:\n  ferry build\n  ferry build ~/src/my-source --out my_source.wasm")]
+    Build {
+        /// The crate's directory.
+        #[arg(default_value = ".")]
+        path: PathBuf,
+        /// Also copy the component to this file.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
     },
     /// Look at or reset committed cursors.
     State {
@@ -248,6 +297,8 @@ pub fn main() -> ExitCode {
             let grants_of = config.as_deref().zip(key.as_deref());
             inspect::inspect(&component, wit, grants_of)
         }
+        Command::New { kind, name, lang, path } => new::new(kind, &name, lang, &path),
+        Command::Build { path, out } => build::build(&path, out.as_deref()),
         Command::State { command: StateCommand::Show { config, key, json } } => {
             state::show(&config, key.as_deref(), json)
         }
