@@ -15,6 +15,7 @@
 use nix::sys::signal::Signal;
 use serde_json::Value;
 
+use crate::http_api::{head, start};
 use crate::process::{Ferry, Site, file_sink_table};
 use ferry::local_log::LocalLog;
 use ferry_tests::components::FAULTY_SOURCE;
@@ -22,25 +23,6 @@ use ferry_tests::free_port;
 use ferry_tests::http_client::{Response, get, get_until, request};
 use ferry_tests::records::{assert_complete, next_seq, seqs};
 use ferry_tests::sink_output::file_sink_output;
-
-/// The `[state]`, `[local_log]` and `[http]` of every config here.
-fn head(port: u16) -> String {
-    format!(
-        r#"
-[runtime]
-shutdown_grace_period = "20s"
-
-[state]
-path = "state"
-
-[local_log]
-path = "log"
-
-[http]
-address = "127.0.0.1:{port}"
-"#
-    )
-}
 
 /// A faulty source `key` of component `path` delivering `{"seq":N}` records to
 /// `demo/<key>`, 5 per batch, every 5 ms, up to `max_count`.
@@ -88,12 +70,6 @@ fn records_of(site: &Site, key: &str) -> Vec<u64> {
     seqs(&LocalLog::read_all(&site.log_dir(), "demo", key).unwrap_or_else(|e| panic!("{e}")))
 }
 
-fn start(site: &Site, text: &str) -> Ferry {
-    let mut run = Ferry::start(&site.config("ferry.toml", text), &[]);
-    run.wait_until_logged(&["HTTP API listening on http://127.0.0.1:"]);
-    run
-}
-
 fn stop(mut run: Ferry) {
     run.signal(Signal::SIGTERM);
     assert!(run.wait().success(), "{}", run.log());
@@ -104,9 +80,13 @@ fn a_pause_settles_the_batch_and_stops_polling_until_resumed_and_a_reset_waits_f
     let site = Site::new();
     let port = free_port();
     let address = format!("127.0.0.1:{port}");
-    let text =
-        format!("{}{}{}", head(port), source("feed", FAULTY_SOURCE, ENDLESS), source("other", FAULTY_SOURCE, ENDLESS));
-    let run = start(&site, &text);
+    let text = format!(
+        "{}{}{}",
+        head(port, ""),
+        source("feed", FAULTY_SOURCE, ENDLESS),
+        source("other", FAULTY_SOURCE, ENDLESS)
+    );
+    let run = start(&site, &text, &[]);
     source_until(&address, "feed", |s| delivered(s) >= 100);
 
     // Pause: answered once the outstanding batch has settled.
@@ -199,13 +179,13 @@ fn a_reload_starts_stops_and_restarts_only_what_changed_each_from_its_cursor() {
     let config = |changing_max: u64, last: &str| {
         format!(
             "{}{}{}{}",
-            head(port),
+            head(port, ""),
             source("steady", FAULTY_SOURCE, ENDLESS),
             source("changing", FAULTY_SOURCE, changing_max),
             source(last, FAULTY_SOURCE, ENDLESS),
         )
     };
-    let mut run = start(&site, &config(ENDLESS, "leaving"));
+    let mut run = start(&site, &config(ENDLESS, "leaving"), &[]);
     for key in ["steady", "changing", "leaving"] {
         source_until(&address, key, |s| delivered(s) >= 100);
     }
@@ -251,15 +231,16 @@ fn a_broken_config_or_component_is_refused_whole_while_everything_runs_on() {
     let original = std::fs::read(FAULTY_SOURCE).unwrap();
     std::fs::write(&wasm, &original).unwrap();
     let own = wasm.to_str().unwrap();
-    let text = format!("{}{}{}", head(port), source("own", own, ENDLESS), source("neighbour", FAULTY_SOURCE, ENDLESS));
-    let run = start(&site, &text);
+    let text =
+        format!("{}{}{}", head(port, ""), source("own", own, ENDLESS), source("neighbour", FAULTY_SOURCE, ENDLESS));
+    let run = start(&site, &text, &[]);
     source_until(&address, "own", |s| delivered(s) >= 100);
 
     // A component that is not one, with a change to the neighbour's config: refused
     // whole, naming the file; the neighbour is not restarted.
     std::fs::write(&wasm, b"not a component").unwrap();
     let changed_neighbour =
-        format!("{}{}{}", head(port), source("own", own, ENDLESS), source("neighbour", FAULTY_SOURCE, 99_999_999));
+        format!("{}{}{}", head(port, ""), source("own", own, ENDLESS), source("neighbour", FAULTY_SOURCE, 99_999_999));
     site.config("ferry.toml", &changed_neighbour);
     let refused = post(&address, "/reload");
     assert_eq!(refused.status, 422, "{refused:?}");
@@ -312,11 +293,12 @@ fn a_sink_paused_and_reset_reads_its_topic_again_and_a_pause_does_not_outlive_fe
     std::fs::create_dir(site.path("archive-out")).unwrap();
     let port = free_port();
     let address = format!("127.0.0.1:{port}");
-    let text = format!("{}{}{}", head(port), source("feed", FAULTY_SOURCE, 500), file_sink_table("archive", "", ""));
+    let text =
+        format!("{}{}{}", head(port, ""), source("feed", FAULTY_SOURCE, 500), file_sink_table("archive", "", ""));
     let offset_is = |want: u64| {
         move |r: &Response| r.status == 200 && r.json()["committed"]["offsets"]["demo/feed"].as_u64() == Some(want)
     };
-    let run = start(&site, &text);
+    let run = start(&site, &text, &[]);
     get_until(&address, "/sinks/archive/state", &[], offset_is(500));
 
     let paused = post(&address, "/sinks/archive/pause");
@@ -332,7 +314,7 @@ fn a_sink_paused_and_reset_reads_its_topic_again_and_a_pause_does_not_outlive_fe
     // Paused when ferry stops, it runs at the next start: a pause is not kept.
     assert_eq!(post(&address, "/sinks/archive/pause").status, 200);
     stop(run);
-    let run = start(&site, &text);
+    let run = start(&site, &text, &[]);
     let archive = get_until(&address, "/sinks/archive", &[], |r| r.json()["phase"] == "idle").json();
     assert_eq!(archive["running"], true, "{archive}");
     stop(run);

@@ -22,10 +22,11 @@ impl Host {
         action: Action,
         shutdown: &Shutdown,
     ) -> Result<Applied, Refusal> {
-        tracing::info!(key, "{} requested", action.as_str());
         let grace = self.grace_period;
+        // Found first: the key comes from a request, and only a connector's own key is logged.
         let slot = self.fleet.find(role, key)?;
         let (key, paused, running) = (slot.key.clone(), slot.paused, slot.is_running());
+        tracing::info!(key = %key, "{} requested", action.as_str());
         let message = match action {
             Action::Pause if paused => "already paused".to_string(),
             Action::Pause => {
