@@ -1,40 +1,54 @@
-//! `ferry build [PATH] [--out FILE]`: build a connector crate, wherever it lives, into
-//! a component, and say whether ferry can run it. The toolchain work is the
-//! componentize crate's, shared with the workspace's own build of its guests.
+//! `ferry build [PATH] [--out FILE]`: build a connector project, wherever it lives,
+//! into a component, and say whether ferry can run it. Which language a project is
+//! in is told by the file its tools read (`Cargo.toml` for Rust); each language's
+//! build is in `build/<lang>.rs`, and what follows a build (the check `ferry inspect`
+//! does) is here, the same for all.
 
-use std::path::Path;
+mod rust;
+
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use ferry_componentize::Toolchain;
 
 use crate::config::RuntimeConfig;
 use crate::contract::ComponentWorld;
 use crate::files;
 
+/// How to build the project in a directory: the first language whose marker file is
+/// there.
+struct Builder {
+    /// The file that says a directory is a project of this language.
+    marker: &'static str,
+    /// Builds the project in a directory into a component (also copied to `out`), and
+    /// says where the component is.
+    build: fn(dir: &Path, out: Option<&Path>) -> Result<PathBuf>,
+}
+
+const BUILDERS: &[Builder] = &[Builder { marker: "Cargo.toml", build: rust::build }];
+
 pub fn build(dir: &Path, out: Option<&Path>) -> Result<ExitCode> {
     if !dir.is_dir() {
-        bail!("{}: not a directory; `ferry build` takes the directory of a connector crate", dir.display());
+        bail!("{}: not a directory; `ferry build` takes the directory of a connector project", dir.display());
     }
-    let manifest = dir.join("Cargo.toml");
-    if !manifest.is_file() {
+    let Some(builder) = BUILDERS.iter().find(|builder| dir.join(builder.marker).is_file()) else {
+        let markers: Vec<&str> = BUILDERS.iter().map(|builder| builder.marker).collect();
         bail!(
-            "{}: no Cargo.toml, so not a Rust crate (`ferry new source NAME` makes a connector crate)",
-            dir.display()
+            "{}: no {}, so not a connector project ferry can build (`ferry new source NAME` makes one)",
+            dir.display(),
+            markers.join(" or ")
         );
-    }
-    let toolchain = Toolchain::detect()?;
-    eprintln!("building {} with {toolchain}", dir.display());
-    let built = ferry_componentize::build_crate(&manifest, &toolchain, out)?;
+    };
+    let component = (builder.build)(dir, out)?;
 
     // What `ferry inspect` would say of it: a build that makes something ferry cannot
     // run is not done.
     let settings = RuntimeConfig::default();
     let limit = "[runtime] max_component_bytes";
-    let bytes = files::read_regular(&built.path, settings.max_component_bytes.bytes(), "the component", limit)?;
-    let world = ComponentWorld::decode(&bytes).with_context(|| built.path.display().to_string())?;
-    println!("component: {} ({} bytes)", built.path.display(), bytes.len());
-    let judgement = super::inspect::judge(&built.path, &world, &settings)?;
+    let bytes = files::read_regular(&component, settings.max_component_bytes.bytes(), "the component", limit)?;
+    let world = ComponentWorld::decode(&bytes).with_context(|| component.display().to_string())?;
+    println!("component: {} ({} bytes)", component.display(), bytes.len());
+    let judgement = super::inspect::judge(&component, &world, &settings)?;
     println!("{judgement}");
     Ok(if judgement.problem.is_none() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

@@ -1,6 +1,10 @@
-//! `ferry new source|sink NAME [--path DIR]`: write a connector crate, outside any
-//! workspace, that `ferry build` builds and `ferry run` runs as it stands. The files
-//! are templates in `new/`, filled with the name and the SDK's path.
+//! `ferry new source|sink NAME [--lang rust|python|js] [--path DIR]`: write a
+//! connector project, outside any workspace, that `ferry build` builds and `ferry run`
+//! runs as it stands. What is common to every language is here (the name, the
+//! directory, never overwriting anything); each language's files are templates in
+//! `new/<lang>/`, chosen by `new/<lang>.rs`.
+
+mod rust;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -14,6 +18,15 @@ pub enum Kind {
     Sink,
 }
 
+impl Kind {
+    fn noun(self) -> &'static str {
+        match self {
+            Kind::Source => "source",
+            Kind::Sink => "sink",
+        }
+    }
+}
+
 /// The language the connector is written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Lang {
@@ -22,45 +35,47 @@ pub enum Lang {
     Js,
 }
 
-/// The SDK of the checkout this ferry was built from: what the new crate depends on.
+/// The guest SDKs of the checkout this ferry was built from: what a new project
+/// depends on (`guest-sdk/` for Rust, `guest-sdk/<lang>/` for the others).
 const GUEST_SDK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../guest-sdk");
 
-pub fn new(kind: Kind, name: &str, lang: Lang, parent: &Path) -> Result<ExitCode> {
-    if lang != Lang::Rust {
-        bail!("--lang {lang:?}: not supported yet; `ferry new` writes Rust connectors (--lang rust)");
+/// The names a template may use: `{{name}}` (as given), `{{lib}}` (with `_` for `-`),
+/// `{{kind}}` (`source` or `sink`) and `{{guest_sdk}}` (the absolute path of the
+/// language's SDK in this checkout).
+struct Names<'a> {
+    name: &'a str,
+    kind: Kind,
+    guest_sdk: String,
+}
+
+impl Names<'_> {
+    fn fill(&self, template: &str) -> String {
+        template
+            .replace("{{name}}", self.name)
+            .replace("{{lib}}", &self.name.replace('-', "_"))
+            .replace("{{kind}}", self.kind.noun())
+            .replace("{{guest_sdk}}", &self.guest_sdk)
     }
+}
+
+/// One file of a new project: its path inside the project, and its text.
+type File = (&'static str, String);
+
+pub fn new(kind: Kind, name: &str, lang: Lang, parent: &Path) -> Result<ExitCode> {
     check_name(name)?;
     let dir = parent.join(name);
     if dir.symlink_metadata().is_ok() {
         bail!("{}: already exists; `ferry new` writes a new directory and overwrites nothing", dir.display());
     }
-    let guest_sdk = Path::new(GUEST_SDK).canonicalize().with_context(|| {
-        format!("the guest SDK this ferry was built with ({GUEST_SDK}) is gone; run a ferry built from a checkout")
-    })?;
-    let guest_sdk = guest_sdk.to_str().context("the guest SDK's path is not UTF-8")?;
-    let lib = name.replace('-', "_");
-    let noun = match kind {
-        Kind::Source => "source",
-        Kind::Sink => "sink",
+    let (sdk, files): (&str, fn(Kind, &Names) -> Vec<File>) = match lang {
+        Lang::Rust => ("", rust::files),
+        Lang::Python | Lang::Js => {
+            bail!("--lang {lang:?}: not supported yet; `ferry new` writes Rust connectors (--lang rust)")
+        }
     };
-    let fill = |template: &str| {
-        template
-            .replace("{{name}}", name)
-            .replace("{{lib}}", &lib)
-            .replace("{{kind}}", noun)
-            .replace("{{guest_sdk}}", guest_sdk)
-    };
-    let (lib_rs, ferry_toml) = match kind {
-        Kind::Source => (include_str!("new/source.rs.in"), include_str!("new/source.toml.in")),
-        Kind::Sink => (include_str!("new/sink.rs.in"), include_str!("new/sink.toml.in")),
-    };
-    let files: [(&str, String); 5] = [
-        ("Cargo.toml", fill(include_str!("new/Cargo.toml.in"))),
-        ("src/lib.rs", fill(lib_rs)),
-        ("ferry.toml", fill(ferry_toml)),
-        ("README.md", fill(include_str!("new/README.md.in"))),
-        (".gitignore", "/target\n/data\n".to_string()),
-    ];
+    let names = Names { name, kind, guest_sdk: guest_sdk(sdk)? };
+    let files = files(kind, &names);
+
     std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
     // `create_dir`, not `create_dir_all`: if the directory appeared since the check
     // above, this fails rather than write into it.
@@ -72,9 +87,21 @@ pub fn new(kind: Kind, name: &str, lang: Lang, parent: &Path) -> Result<ExitCode
         }
         std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
     }
-    println!("created the {noun} `{name}` in {}", dir.display());
+    println!("created the {} `{name}` in {}", kind.noun(), dir.display());
     println!("next: cd {} && ferry build && ferry run ferry.toml", dir.display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// The absolute path of a language's SDK (`sub` of `guest-sdk/`) in this checkout.
+fn guest_sdk(sub: &str) -> Result<String> {
+    let path = Path::new(GUEST_SDK).join(sub);
+    let path = path.canonicalize().with_context(|| {
+        format!(
+            "the guest SDK this ferry was built with ({}) is gone; run a ferry built from a checkout",
+            path.display()
+        )
+    })?;
+    Ok(path.to_str().context("the guest SDK's path is not UTF-8")?.to_string())
 }
 
 /// A name cargo takes as a package name, and ferry as a connector key.
@@ -84,7 +111,7 @@ fn check_name(name: &str) -> Result<()> {
     if !starts_well || !chars.all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
         bail!(
             "{name:?} cannot name a connector: use ASCII letters, digits, `-` and `_`, starting with a letter \
-             (it becomes the crate's name and the connector's key)"
+             (it becomes the project's name and the connector's key)"
         );
     }
     Ok(())
@@ -106,14 +133,10 @@ mod tests {
     }
 
     #[test]
-    fn a_crate_is_written_once_and_never_over_an_existing_directory() {
+    fn a_project_is_written_once_and_never_over_an_existing_directory() {
         let parent = tempfile::tempdir().unwrap();
         new(Kind::Sink, "out", Lang::Rust, parent.path()).unwrap();
-        let manifest = std::fs::read_to_string(parent.path().join("out/Cargo.toml")).unwrap();
-        assert!(manifest.contains("crate-type = [\"cdylib\"]") && manifest.contains("\n[workspace]\n"), "{manifest}");
-        let sdk = Path::new(GUEST_SDK).canonicalize().unwrap();
-        assert!(manifest.contains(&format!("path = \"{}\"", sdk.display())), "{manifest}");
-        for file in ["src/lib.rs", "ferry.toml", "README.md"] {
+        for file in ["Cargo.toml", "src/lib.rs", "ferry.toml", "README.md"] {
             let text = std::fs::read_to_string(parent.path().join("out").join(file)).unwrap();
             assert!(!text.contains("{{"), "{file} has an unfilled placeholder:\n{text}");
         }

@@ -1,0 +1,33 @@
+//! The files of a new Rust connector: a crate of its own (not a member of any
+//! workspace) depending on the ferry-guest SDK of this checkout by path.
+
+use super::{File, Kind, Names};
+
+pub(super) fn files(kind: Kind, names: &Names) -> Vec<File> {
+    let (lib_rs, ferry_toml) = match kind {
+        Kind::Source => (include_str!("rust/source.rs.in"), include_str!("rust/source.toml.in")),
+        Kind::Sink => (include_str!("rust/sink.rs.in"), include_str!("rust/sink.toml.in")),
+    };
+    vec![
+        ("Cargo.toml", names.fill(include_str!("rust/Cargo.toml.in"))),
+        ("src/lib.rs", names.fill(lib_rs)),
+        ("ferry.toml", names.fill(ferry_toml)),
+        ("README.md", names.fill(include_str!("rust/README.md.in"))),
+        (".gitignore", "/target\n/data\n".to_string()),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_crate_is_a_cdylib_of_no_workspace_that_depends_on_this_checkouts_sdk() {
+        let names = Names { name: "my-sink", kind: Kind::Sink, guest_sdk: "/x/guest-sdk".to_string() };
+        let files = files(Kind::Sink, &names);
+        let manifest = &files.iter().find(|(path, _)| *path == "Cargo.toml").unwrap().1;
+        assert!(manifest.contains("crate-type = [\"cdylib\"]") && manifest.contains("\n[workspace]\n"), "{manifest}");
+        assert!(manifest.contains("path = \"/x/guest-sdk\""), "{manifest}");
+        assert!(manifest.contains("name = \"my-sink\""), "{manifest}");
+    }
+}
