@@ -564,6 +564,7 @@ async fn native_source(
                     connector: name.as_str().into(),
                     streams: streams.clone(),
                     messages: Arc::new(messages),
+                    cursor: None,
                 };
                 log.deliver(&delivery).await.expect("appending to the log")
             }

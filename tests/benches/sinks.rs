@@ -188,6 +188,7 @@ async fn fill(log: &Path, messages: u64, payload: usize) {
             connector: "fill".into(),
             streams: vec![StreamConfig::new("bench", "t")].into(),
             messages: Arc::new(chunk),
+            cursor: None,
         };
         target.deliver(&delivery).await.expect("filling the log");
     }

@@ -84,6 +84,10 @@ impl CursorStore for FaultyCursor {
         }
         self.inner.commit(state, receipt).await
     }
+
+    fn lineage(&self) -> u128 {
+        self.inner.lineage()
+    }
 }
 
 /// Announces each arrival and holds it until released: what [`GatedTarget`] and
@@ -181,6 +185,10 @@ impl CursorStore for GatedCursor {
     async fn commit(&self, state: Vec<u8>, receipt: Receipt) -> Result<Committed, StateError> {
         self.gate.pass(state.clone()).await;
         self.inner.commit(state, receipt).await
+    }
+
+    fn lineage(&self) -> u128 {
+        self.inner.lineage()
     }
 }
 

@@ -11,8 +11,8 @@ use ferry::config::{BackoffConfig, StreamConfig};
 use ferry::delivery::Delivery;
 use ferry::delivery::Target;
 use ferry::host::{Host, RunReport};
-use ferry::local_log::LocalLogInput;
 use ferry::local_log::{LocalLog, Record};
+use ferry::local_log::{LocalLogInput, LoggedCursor};
 use ferry::runtime::{EngineOptions, Runtime, Sandbox, SinkComponent, SinkWorld, SourceComponent};
 use ferry::shutdown::{self, ShutdownTrigger};
 use ferry::sink::{DeadLetters, SinkConnector, SinkSettings};
@@ -113,8 +113,15 @@ impl Harness {
             settings: quick_settings(),
             sandbox: Sandbox::default(),
             target: self.log.clone() as Arc<dyn Target>,
-            cursor: self.cursor(key) as Arc<dyn CursorStore>,
+            cursor: self.source_cursor(key),
         }
+    }
+
+    /// The cursor of source `key` delivering to the harness's log, as `ferry run`
+    /// makes it: its state file, and the cursors the log keeps beside its batches.
+    pub fn source_cursor(&self, key: &str) -> Arc<dyn CursorStore> {
+        let file = self.states.open(key).unwrap_or_else(|e| panic!("{e}"));
+        Arc::new(LoggedCursor::new(file, key, &self.log, vec![("test".to_string(), key.to_string())]))
     }
 
     /// A sink `key` running `component` with `plugin_config`, reading the local log
@@ -158,6 +165,7 @@ impl Harness {
             connector: "test".into(),
             streams: vec![StreamConfig::new(STREAM, topic)].into(),
             messages: Arc::new(messages),
+            cursor: None,
         };
         self.log.deliver(&delivery).await.unwrap_or_else(|e| panic!("appending to {STREAM}/{topic}: {e}"));
     }
@@ -230,6 +238,10 @@ impl CursorStore for MemoryCursor {
         let next = ferry::state::Committed { state, generation, committed_at_micros: 0, receipt };
         *committed = Some(next.clone());
         Ok(next)
+    }
+
+    fn lineage(&self) -> u128 {
+        0
     }
 }
 

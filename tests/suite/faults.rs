@@ -86,7 +86,7 @@ async fn a_delivery_that_hangs_times_out_as_a_nack() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_failed_state_save_is_nacked_and_the_batch_is_delivered_again() {
+async fn a_failed_state_save_is_nacked_and_the_batch_is_produced_again_but_appended_once() {
     let h = Harness::new();
     let mut source = h.source("unsaved", RANDOM_SOURCE, json!({ "messages_per_batch": 5, "max_count": 100 }));
     let cursor = FaultyCursor::new(source.cursor.clone());
@@ -107,9 +107,11 @@ async fn a_failed_state_save_is_nacked_and_the_batch_is_delivered_again() {
     cursor.set_failing(false);
     running.wait_idle("unsaved").await;
     let nacks = running.status.get("unsaved").unwrap().nacks;
+    assert!(nacks >= 4, "{nacks} NACKs");
+    // Each NACKed batch had been delivered before its save failed, and was produced
+    // again; the local log kept it with its cursor, so it was not appended twice.
     let duplicates = assert_complete(&seqs(&h.records("unsaved")), 100);
-    // Each NACKed batch had been delivered before its save failed: at-least-once.
-    assert_eq!(duplicates as u64, 5 * nacks, "exactly the NACKed batches were delivered twice");
+    assert_eq!(duplicates, 0, "a batch the log already held was appended again");
     assert_eq!(next_seq(&h.committed("unsaved").unwrap().state), 100);
     running.stop().await;
 }

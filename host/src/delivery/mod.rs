@@ -30,6 +30,21 @@ pub struct Delivery {
     pub streams: Arc<[StreamConfig]>,
     /// The messages, in order.
     pub messages: Arc<Vec<Message>>,
+    /// The cursor the batch stages, if it stages one (a source's batch): a target that
+    /// can keep it in the same transaction as the messages does (the local log), so
+    /// that what was delivered and where the source is cannot part in a crash.
+    pub cursor: Option<StagedCursor>,
+}
+
+/// A batch's staged cursor, as a target keeps it beside the batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StagedCursor {
+    /// The cursor store's lineage (see [`crate::state::CursorStore::lineage`]).
+    pub lineage: u128,
+    /// The generation its commit will have: one more than the committed cursor's.
+    pub generation: u64,
+    /// The bytes the guest staged.
+    pub state: Vec<u8>,
 }
 
 /// A delivery that did not (entirely) succeed.

@@ -16,14 +16,14 @@ use crate::contract::Role;
 use crate::delivery::Target;
 use crate::grants::postgres::PgPools;
 use crate::iggy::{IggyInput, IggyTarget, Reading};
-use crate::local_log::{LocalLog, LocalLogInput};
+use crate::local_log::{LocalLog, LocalLogInput, LoggedCursor};
 use crate::runtime::{
     CheckedComponent, Compiler, ConnectorComponent, EngineOptions, LoadError, PendingComponent, PoolSize, Runtime,
     Sandbox, SinkWorld, SourceWorld, World,
 };
 use crate::sink::{DeadLetters, Input, SinkConnector, SinkSettings};
 use crate::source::{SourceConnector, SourceSettings};
-use crate::state::{ConnectorStateFile, StateDir};
+use crate::state::{ConnectorStateFile, CursorStore, Durability, StateDir};
 use crate::status;
 
 impl Host {
@@ -297,8 +297,9 @@ impl Wiring {
                 } = source;
                 drop(cursor);
                 let reset = states.reset(&key).map_err(|e| e.to_string());
-                let rewired = self.state_of(config, connector).map(|cursor| {
-                    let cursor = Arc::new(cursor);
+                let source_config = config.source(&key).expect("a source the host runs is in its config");
+                let rewired = self.state_of(config, connector).map(|file| {
+                    let cursor = self.cursor_of(source_config, file);
                     let source = SourceConnector {
                         key,
                         tenant,
@@ -342,8 +343,25 @@ impl Wiring {
             settings: SourceSettings::from_config(source),
             sandbox: Sandbox { limits: source.limits.clone(), grants: source.grants.clone(), postgres },
             target: self.target_of(source),
-            cursor: Arc::new(cursor),
+            cursor: self.cursor_of(source, cursor),
         }
+    }
+
+    /// A source's cursor: its state file, and into the local log the cursors the log
+    /// keeps beside the batches too (see [`LoggedCursor`]).
+    fn cursor_of(&self, source: &SourceConfig, file: ConnectorStateFile) -> Arc<dyn CursorStore> {
+        if self.iggy_of(source).is_some() {
+            return Arc::new(file);
+        }
+        let topics = source.streams.iter().map(|s| (s.stream.clone(), s.topic.clone())).collect();
+        Arc::new(LoggedCursor::new(file, &source.key, &self.local_log, topics))
+    }
+
+    /// Whether `connector` is a source delivering to the local log, which keeps its
+    /// cursor in the same transaction as its batches: its state file then need not be
+    /// synced at every commit (the log is, and is where a lost commit is found again).
+    fn keeps_cursor_in_log(&self, connector: &dyn ConnectorConfig) -> bool {
+        connector.role() == Role::Source && self.iggy_of(connector).is_none()
     }
 
     fn sink(
@@ -374,11 +392,17 @@ impl Wiring {
         let key = connector.key();
         let state_dir = config.state_dir_of(connector);
         let durability = config.state.durability();
+        let own_durability = match self.keeps_cursor_in_log(connector) {
+            true => Durability::Interval(config.state.sync_interval),
+            false => durability,
+        };
         let states = self
             .state_dirs
             .entry(state_dir.clone())
             .or_insert_with(|| StateDir::new(&state_dir).with_durability(durability));
-        let state = states.open(key).map_err(|problem| SetupError::State { key: key.to_string(), problem })?;
+        let state = states
+            .open_with(key, own_durability)
+            .map_err(|problem| SetupError::State { key: key.to_string(), problem })?;
         LocalLog::verify_cursor(config, key, &state)
             .map_err(|problem| SetupError::Log { key: key.to_string(), problem })?;
         Ok(state)

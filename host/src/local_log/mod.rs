@@ -12,6 +12,7 @@
 //! delivery to it from then on, and is never silently created anew (its offsets would
 //! start over at 0, behind every committed cursor).
 
+mod cursor;
 mod input;
 mod read;
 mod record;
@@ -27,17 +28,20 @@ use rusqlite::{Connection, params};
 
 use crate::batch::Message;
 use crate::config::StreamConfig;
-use crate::delivery::{Delivery, DeliveryError, LogMark, Receipt, Target};
-use crate::sqlite::{self, Database, Format, StoreError};
+use crate::delivery::{Delivery, DeliveryError, LogMark, Receipt, StagedCursor, Target};
+use crate::sqlite::{self, Database, Format, Migration, StoreError};
 
+pub use cursor::LoggedCursor;
 pub use input::LocalLogInput;
 pub use read::TopicReader;
 pub use record::{Record, headers_from_json, headers_json};
 pub use verify::LogCheckError;
 
+/// Version 2 added the cursors kept beside the records (see [`cursor`]).
 const FORMAT: Format = Format {
     what: "local log topic",
-    schema: r#"CREATE TABLE records (
+    schema: concat!(
+        r#"CREATE TABLE records (
         "offset" INTEGER PRIMARY KEY,
         id BLOB,
         headers TEXT,
@@ -45,9 +49,12 @@ const FORMAT: Format = Format {
         origin_timestamp INTEGER,
         appended_at INTEGER NOT NULL,
         connector TEXT NOT NULL
-    )"#,
-    version: 1,
-    migrations: &[],
+    );
+    "#,
+        cursor::table!()
+    ),
+    version: 2,
+    migrations: &[Migration { from: 1, sql: cursor::table!() }],
 };
 
 /// The open database of each (stream, topic) appended to so far.
@@ -95,9 +102,12 @@ impl Target for LocalLog {
             let topic = self.topic(stream).map_err(|e| DeliveryError::Failed(e.to_string()))?;
             let messages = delivery.messages.clone();
             let connector = delivery.connector.clone();
+            let cursor = delivery.cursor.clone();
             let end = tokio::task::spawn_blocking(move || {
                 let mut database = topic.lock().unwrap_or_else(|e| e.into_inner());
-                database.write("cannot append to the local log topic", |c| append(c, &connector, &messages))
+                database.write("cannot append to the local log topic", |c| {
+                    append(c, &connector, &messages, cursor.as_ref())
+                })
             })
             .await
             .map_err(|e| DeliveryError::Failed(format!("local log append task failed: {e}")))?
@@ -108,12 +118,23 @@ impl Target for LocalLog {
     }
 }
 
-/// Append `messages` at the next offsets, in one durable transaction; the topic's
-/// end (its last offset + 1) after them.
-fn append(connection: &mut Connection, connector: &str, messages: &[Message]) -> rusqlite::Result<u64> {
+/// Append `messages` at the next offsets, with the `cursor` they stage, in one
+/// durable transaction; the topic's end (its last offset + 1) after them. A batch the
+/// topic already holds (see [`cursor`]) is not appended again.
+fn append(
+    connection: &mut Connection,
+    connector: &str,
+    messages: &[Message],
+    cursor: Option<&StagedCursor>,
+) -> rusqlite::Result<u64> {
     // IMMEDIATE takes the write lock first, so the next offset cannot change under us
     // even if another process appends to the same topic.
     let transaction = connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    if let Some(cursor) = cursor
+        && let Some(end) = cursor::already_appended(&transaction, connector, cursor)?
+    {
+        return Ok(end);
+    }
     let next: u64 = transaction.query_row(r#"SELECT coalesce(max("offset") + 1, 0) FROM records"#, [], |r| r.get(0))?;
     {
         let appended_at = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0);
@@ -135,8 +156,12 @@ fn append(connection: &mut Connection, connector: &str, messages: &[Message]) ->
             ])?;
         }
     }
+    let end = next + messages.len() as u64;
+    if let Some(cursor) = cursor {
+        cursor::keep(&transaction, connector, cursor, end)?;
+    }
     transaction.commit()?;
-    Ok(next + messages.len() as u64)
+    Ok(end)
 }
 
 #[cfg(test)]
@@ -153,6 +178,7 @@ mod tests {
             connector: "test".into(),
             streams: streams.iter().map(|(s, t)| StreamConfig::new(*s, *t)).collect(),
             messages: Arc::new(messages),
+            cursor: None,
         }
     }
 

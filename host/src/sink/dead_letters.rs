@@ -46,6 +46,7 @@ impl DeadLetters {
             connector: connector.clone(),
             streams: self.stream.clone(),
             messages: Arc::new(letters(connector, batch, dead)),
+            cursor: None,
         };
         self.target.deliver(&delivery).await.map(|_| ())
     }

@@ -58,6 +58,7 @@ impl Supervised for SourceConnector {
             instance: &mut guest,
             status,
             shutdown: shutdown.clone(),
+            generation: committed.as_ref().map_or(0, |c| c.generation),
             committed: committed.map(|c| c.state),
             acked: 0,
         };

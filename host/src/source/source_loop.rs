@@ -20,7 +20,7 @@ use std::sync::Arc;
 use super::SourceConnector;
 use crate::backoff::Backoff;
 use crate::batch::{self, Batch, BatchResult, IdSource, Nack, NackReason};
-use crate::delivery::{Delivery, DeliveryError};
+use crate::delivery::{Delivery, DeliveryError, StagedCursor};
 use crate::exit::{Exit, FailureStreak};
 use crate::runtime::{CallError, SourceInstance};
 use crate::shutdown::Shutdown;
@@ -34,6 +34,8 @@ pub(super) struct SourceLoop<'a> {
     /// The committed cursor: what the guest produces from, and what the ids of its
     /// next batch derive from.
     pub committed: Option<Vec<u8>>,
+    /// The committed cursor's generation (0 before the first commit).
+    pub generation: u64,
     /// Batches acknowledged by this instance: a restart after progress starts its
     /// backoff afresh.
     pub acked: u64,
@@ -111,6 +113,11 @@ impl SourceLoop<'_> {
             connector: self.connector.key.clone(),
             streams: self.connector.streams.clone(),
             messages: Arc::new(messages),
+            cursor: staged_state.as_ref().map(|state| StagedCursor {
+                lineage: self.connector.cursor.lineage(),
+                generation: self.generation + 1,
+                state: state.clone(),
+            }),
         };
         let timeout = self.connector.settings.delivery_timeout;
         let delivered = tokio::time::timeout(timeout, self.connector.target.deliver(&delivery));
@@ -126,6 +133,7 @@ impl SourceLoop<'_> {
                 match self.status.timed(Stage::StateSave, self.connector.cursor.commit(state.clone(), receipt)).await {
                     Ok(committed) => {
                         self.committed = Some(state);
+                        self.generation = committed.generation;
                         Some(committed.generation)
                     }
                     Err(error) => {

@@ -10,8 +10,14 @@
 //! operating system's hands: a crash of ferry (`kill -9`) loses nothing; only a
 //! crash of the machine can take the cursor back, by at most the interval.
 //!
-//! Format version 2 added the receipt (`delivered`); a version 1 file is migrated when
-//! a `ferry run` opens it, and read as it is by `ferry state show`.
+//! Each file has a *lineage*: a random number drawn when the file is created. A
+//! target that keeps cursors beside what it delivered (the local log) keeps the
+//! lineage with them, so that after `ferry state reset` (a new file, a new lineage)
+//! the cursors of the old life are never taken for the new one's.
+//!
+//! Format version 2 added the receipt (`delivered`), version 3 the lineage; an older
+//! file is migrated when a `ferry run` opens it, and read as it is by `ferry state
+//! show`.
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, Write};
@@ -35,10 +41,18 @@ const FORMAT: Format = Format {
         state BLOB NOT NULL,
         checksum INTEGER NOT NULL,
         delivered TEXT NOT NULL DEFAULT ''
-    )",
-    version: 2,
-    // A cursor of version 1 has no receipt; its checksum stays valid (see `checksum`).
-    migrations: &[Migration { from: 1, sql: "ALTER TABLE cursor ADD COLUMN delivered TEXT NOT NULL DEFAULT ''" }],
+    );
+    CREATE TABLE lineage (id BLOB NOT NULL);
+    INSERT INTO lineage VALUES (randomblob(16));",
+    version: 3,
+    migrations: &[
+        // A cursor of version 1 has no receipt; its checksum stays valid (see `checksum`).
+        Migration { from: 1, sql: "ALTER TABLE cursor ADD COLUMN delivered TEXT NOT NULL DEFAULT ''" },
+        Migration {
+            from: 2,
+            sql: "CREATE TABLE lineage (id BLOB NOT NULL); INSERT INTO lineage VALUES (randomblob(16))",
+        },
+    ],
 };
 
 /// The directory holding every connector's state.
@@ -87,15 +101,28 @@ impl StateDir {
     /// file, migrate it to the current format and check it. Fails if another process
     /// holds it, or the file is corrupt or cannot be used.
     pub fn open(&self, key: &str) -> Result<ConnectorStateFile, StateError> {
+        self.open_with(key, self.durability)
+    }
+
+    /// [`StateDir::open`], committing with `durability` rather than the directory's:
+    /// for a connector whose cursor is made durable elsewhere too (see
+    /// `local_log::LoggedCursor`).
+    pub fn open_with(&self, key: &str, durability: Durability) -> Result<ConnectorStateFile, StateError> {
         let lock = self.lock(key)?;
         let path = self.file_of(key);
         let database = sqlite::open_or_create(&path, &FORMAT)?;
-        if let Durability::Interval(_) = self.durability {
+        if let Durability::Interval(_) = durability {
             database.relax_sync()?;
         }
-        let held = Held { database, durability: self.durability, synced_at: Instant::now() };
-        let file =
-            ConnectorStateFile { key: key.to_string(), path, inner: Arc::new(Mutex::new(held)), _lock: Arc::new(lock) };
+        let lineage = read_lineage(&database)?;
+        let held = Held { database, durability, synced_at: Instant::now() };
+        let file = ConnectorStateFile {
+            key: key.to_string(),
+            path,
+            lineage,
+            inner: Arc::new(Mutex::new(held)),
+            _lock: Arc::new(lock),
+        };
         // Read once now, so corruption stops the connector before it starts.
         file.committed()?;
         Ok(file)
@@ -192,6 +219,7 @@ impl StateDir {
 pub struct ConnectorStateFile {
     key: String,
     path: PathBuf,
+    lineage: u128,
     inner: Arc<Mutex<Held>>,
     _lock: Arc<File>,
 }
@@ -212,6 +240,19 @@ impl ConnectorStateFile {
     pub fn committed(&self) -> Result<Option<Committed>, StateError> {
         let held = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         Ok(read_row(&held.database, &self.key)?)
+    }
+
+    /// Make `committed` the committed cursor, generation and all: for a cursor found
+    /// durable elsewhere (the local log) that this file had not caught up with.
+    pub fn restore(&self, committed: &Committed) -> Result<(), StateError> {
+        let mut held = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let delivered = delivered_text(&committed.receipt);
+        held.database.write("cannot save the cursor", |c| {
+            let transaction = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            put_row(&transaction, &self.key, committed, &delivered)?;
+            transaction.commit()
+        })?;
+        Ok(())
     }
 
     fn commit_blocking(&self, state: Vec<u8>, receipt: Receipt) -> Result<Committed, StateError> {
@@ -248,6 +289,10 @@ impl CursorStore for ConnectorStateFile {
             .await
             .map_err(|e| StateError::Io(format!("state commit task failed: {e}")))?
     }
+
+    fn lineage(&self) -> u128 {
+        self.lineage
+    }
 }
 
 /// Replace the cursor row with the next generation, in one transaction.
@@ -264,6 +309,17 @@ fn write_row(
         .optional()?;
     let committed =
         Committed { state, generation: previous.unwrap_or(0) + 1, committed_at_micros: now_micros(), receipt };
+    put_row(&transaction, key, &committed, delivered)?;
+    transaction.commit()?;
+    Ok(committed)
+}
+
+fn put_row(
+    transaction: &rusqlite::Transaction,
+    key: &str,
+    committed: &Committed,
+    delivered: &str,
+) -> rusqlite::Result<()> {
     transaction.execute(
         "INSERT OR REPLACE INTO cursor (connector, generation, committed_at, state, delivered, checksum)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -273,11 +329,23 @@ fn write_row(
             committed.committed_at_micros,
             committed.state,
             delivered,
-            checksum(key, &committed, delivered)
+            checksum(key, committed, delivered)
         ],
     )?;
-    transaction.commit()?;
-    Ok(committed)
+    Ok(())
+}
+
+/// The file's lineage (see the module's documentation).
+fn read_lineage(database: &Database) -> Result<u128, StoreError> {
+    let id: Vec<u8> = database
+        .connection()
+        .query_row("SELECT id FROM lineage", [], |row| row.get(0))
+        .map_err(|e| database.error("cannot read the lineage", e))?;
+    let id: [u8; 16] = id.try_into().map_err(|id: Vec<u8>| StoreError::Corrupt {
+        path: database.path().to_path_buf(),
+        detail: format!("its lineage is {} bytes long, not 16", id.len()),
+    })?;
+    Ok(u128::from_be_bytes(id))
 }
 
 /// The cursor row as stored, before its checksum is checked.
@@ -432,7 +500,9 @@ mod tests {
             assert_eq!(store.commit(b"one".to_vec(), receipt(10)).await.unwrap().generation, 1);
             assert_eq!(store.commit(b"two".to_vec(), receipt(20)).await.unwrap().generation, 2);
         }
+        let lineage = states.open("alpha").unwrap().lineage();
         let store = states.open("alpha").unwrap();
+        assert_eq!(store.lineage(), lineage, "a file keeps its lineage");
         let committed = store.load().await.unwrap().unwrap();
         assert_eq!((committed.state.as_slice(), committed.generation), (&b"two"[..], 2));
         assert_eq!(committed.receipt, receipt(20), "the receipt is kept with its cursor");
@@ -537,7 +607,8 @@ mod tests {
         assert_eq!(user_version(&states.file_of("legacy")), 1, "reading does not migrate");
 
         let store = states.open("legacy").unwrap();
-        assert_eq!(user_version(&states.file_of("legacy")), 2, "running migrates");
+        assert_eq!(user_version(&states.file_of("legacy")), 3, "running migrates");
+        assert_ne!(store.lineage(), 0, "and draws the file's lineage");
         assert_eq!(store.load().await.unwrap(), Some(expected));
         let next = store.commit(br#"{"next_seq":80}"#.to_vec(), receipt(80)).await.unwrap();
         assert_eq!((next.generation, &next.receipt), (8, &receipt(80)));

@@ -67,4 +67,10 @@ pub trait CursorStore: Send + Sync {
     /// still finds both; when it returns `Err`, the previous cursor is still the
     /// committed one.
     async fn commit(&self, state: Vec<u8>, receipt: Receipt) -> Result<Committed, StateError>;
+
+    /// Which life of this cursor it is: a number fixed when the store was created and
+    /// drawn anew when it is reset. A target that keeps cursors beside what it
+    /// delivered keeps it with them, so that a cursor of an earlier life is never
+    /// taken for this one's.
+    fn lineage(&self) -> u128;
 }
