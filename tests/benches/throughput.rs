@@ -7,8 +7,11 @@
 //! * `null`: null target, cursor committed to the state file (one fsync per batch);
 //! * `null-intv`: the same with `[state] sync = "interval"` (committed, fsynced at
 //!   most once a second);
-//! * `local-log`: the local log and the state file, i.e. `ferry run` as configured by
-//!   the quickstart (two durable commits per batch).
+//! * `local-log`: the local log, i.e. `ferry run` as configured by the quickstart: the
+//!   cursor kept in the transaction that appends the batch (one fsync per batch), the
+//!   state file committed without one;
+//! * `log+state`: the same with the state file fsynced at every commit too, as before
+//!   the log kept cursors (two fsyncs per batch).
 //!
 //! With a live server (`FERRY_TEST_IGGY_SERVER`): into Iggy with the cursor in memory
 //! (`iggy-host`), committed at every batch (`iggy`) and at an interval (`iggy-intv`),
@@ -25,14 +28,15 @@
 //! awaiting each send, TCP_NODELAY): the ratio of the two is the cost of the wasm
 //! host.
 //!
-//! `FERRY_BENCH_SCALE=0.1` runs a tenth of the batches (a quick look).
+//! `FERRY_BENCH_SCALE=0.1` runs a tenth of the batches (a quick look);
+//! `FERRY_BENCH_ONLY=local-log,log+state` only the set-ups named.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ferry::delivery::{NullTarget, Target};
 use ferry::iggy::IggyTarget;
-use ferry::local_log::LocalLog;
+use ferry::local_log::{LocalLog, LoggedCursor};
 use ferry::runtime::{Runtime, SourceComponent};
 use ferry::source::SourceConnector;
 use ferry::state::{CursorStore, Durability, StateDir};
@@ -111,7 +115,8 @@ fn main() {
         "target", "batch", "payload", "batches", "msg/s", "MB/s", "µs/batch"
     );
 
-    for target_name in ["host", "null", "null-intv", "local-log"] {
+    let set_ups = ["host", "null", "null-intv", "local-log", "log+state"];
+    for target_name in set_ups.into_iter().filter(|name| ferry_tests::bench::wanted(name)) {
         for &(batch, payload) in SHAPES {
             let dir = tempfile::tempdir().unwrap();
             let key = format!("bench-{batch}-{payload}");
@@ -122,6 +127,12 @@ fn main() {
                 "host" => (Arc::new(NullTarget), Arc::new(MemoryCursor::default()), 50_000 / batch + 2000),
                 "null" => (Arc::new(NullTarget), state_file(Durability::EveryCommit), 2000),
                 "null-intv" => (Arc::new(NullTarget), state_file(INTERVAL), 2000),
+                "local-log" => {
+                    let log = Arc::new(LocalLog::new(dir.path().join("log")));
+                    let file = StateDir::new(dir.path().join("state")).open_with(&key, INTERVAL).expect("state");
+                    let cursor = LoggedCursor::new(file, &key, &log, vec![("bench".to_string(), key.clone())]);
+                    (log, Arc::new(cursor), 600)
+                }
                 _ => (Arc::new(LocalLog::new(dir.path().join("log"))), state_file(Durability::EveryCommit), 600),
             };
             let batches = ((batches as f64 * scale) as u64).max(20);
