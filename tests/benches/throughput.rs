@@ -131,7 +131,7 @@ fn main() {
                     let log = Arc::new(LocalLog::new(dir.path().join("log")));
                     let file = StateDir::new(dir.path().join("state")).open_with(&key, INTERVAL).expect("state");
                     let cursor = LoggedCursor::new(file, &key, &log, vec![("bench".to_string(), key.clone())]);
-                    (log, Arc::new(cursor), 600)
+                    (log as Arc<dyn Target>, Arc::new(cursor), 600)
                 }
                 _ => (Arc::new(LocalLog::new(dir.path().join("log"))), state_file(Durability::EveryCommit), 600),
             };

@@ -26,13 +26,12 @@
 //! Rows of an earlier life of the connector (before `ferry state reset`) carry
 //! another lineage, and are ignored.
 
-use std::path::PathBuf;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use rusqlite::{OptionalExtension, Transaction, params};
 
 use super::LocalLog;
-use super::read::open_topic;
 use crate::delivery::{LogMark, Receipt, StagedCursor};
 use crate::sqlite::StoreError;
 use crate::state::{Committed, ConnectorStateFile, CursorStore, StateError};
@@ -104,14 +103,16 @@ fn read(connection: &rusqlite::Connection, connector: &str) -> rusqlite::Result<
 pub struct LoggedCursor {
     file: ConnectorStateFile,
     key: String,
-    dir: PathBuf,
+    /// The log, whose open topics (checked once, when first opened) are read again at
+    /// each start of the connector rather than opened and checked anew.
+    log: Arc<LocalLog>,
     /// Every topic the connector delivers to.
     topics: Vec<(String, String)>,
 }
 
 impl LoggedCursor {
-    pub fn new(file: ConnectorStateFile, key: &str, log: &LocalLog, topics: Vec<(String, String)>) -> Self {
-        LoggedCursor { file, key: key.to_string(), dir: log.dir().to_path_buf(), topics }
+    pub fn new(file: ConnectorStateFile, key: &str, log: &Arc<LocalLog>, topics: Vec<(String, String)>) -> Self {
+        LoggedCursor { file, key: key.to_string(), log: log.clone(), topics }
     }
 
     fn load_blocking(&self) -> Result<Option<Committed>, StateError> {
@@ -153,15 +154,13 @@ impl LoggedCursor {
     }
 
     /// The cursor `stream`/`topic` keeps for this connector; `None` when the topic
-    /// does not exist yet, or predates kept cursors.
+    /// does not exist yet.
     fn kept_in(&self, stream: &str, topic: &str) -> Result<Option<Kept>, StoreError> {
-        if std::fs::symlink_metadata(LocalLog::topic_file(&self.dir, stream, topic)).is_err() {
+        if std::fs::symlink_metadata(LocalLog::topic_file(self.log.dir(), stream, topic)).is_err() {
             return Ok(None);
         }
-        let database = open_topic(&self.dir, stream, topic)?;
-        if database.version() < 2 {
-            return Ok(None);
-        }
+        let database = self.log.topic(stream, topic)?;
+        let database = database.lock().unwrap_or_else(|e| e.into_inner());
         read(database.connection(), &self.key).map_err(|e| database.error("cannot read the cursor kept there", e))
     }
 }
@@ -186,8 +185,6 @@ impl CursorStore for LoggedCursor {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use super::*;
     use crate::batch::Message;
     use crate::config::StreamConfig;
@@ -214,13 +211,13 @@ mod tests {
 
     struct Site {
         _dir: tempfile::TempDir,
-        log: LocalLog,
+        log: Arc<LocalLog>,
         states: StateDir,
     }
 
     fn site() -> Site {
         let dir = tempfile::tempdir().unwrap();
-        let log = LocalLog::new(dir.path().join("log"));
+        let log = Arc::new(LocalLog::new(dir.path().join("log")));
         let states = StateDir::new(dir.path().join("state"));
         Site { _dir: dir, log, states }
     }

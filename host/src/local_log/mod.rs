@@ -27,7 +27,6 @@ use async_trait::async_trait;
 use rusqlite::{Connection, params};
 
 use crate::batch::Message;
-use crate::config::StreamConfig;
 use crate::delivery::{Delivery, DeliveryError, LogMark, Receipt, StagedCursor, Target};
 use crate::sqlite::{self, Database, Format, Migration, StoreError};
 
@@ -81,13 +80,13 @@ impl LocalLog {
     }
 
     /// The open database of `stream`, opened (or created) on first use and kept.
-    fn topic(&self, stream: &StreamConfig) -> Result<Arc<Mutex<Database>>, StoreError> {
+    fn topic(&self, stream: &str, topic: &str) -> Result<Arc<Mutex<Database>>, StoreError> {
         let mut topics = self.topics.lock().unwrap_or_else(|e| e.into_inner());
-        let name = (stream.stream.clone(), stream.topic.clone());
+        let name = (stream.to_string(), topic.to_string());
         if let Some(database) = topics.get(&name) {
             return Ok(database.clone());
         }
-        let path = Self::topic_file(&self.dir, &stream.stream, &stream.topic);
+        let path = Self::topic_file(&self.dir, stream, topic);
         let database = Arc::new(Mutex::new(sqlite::open_or_create(&path, &FORMAT)?));
         topics.insert(name, database.clone());
         Ok(database)
@@ -99,7 +98,7 @@ impl Target for LocalLog {
     async fn deliver(&self, delivery: &Delivery) -> Result<Receipt, DeliveryError> {
         let mut receipt = Receipt::default();
         for stream in delivery.streams.iter() {
-            let topic = self.topic(stream).map_err(|e| DeliveryError::Failed(e.to_string()))?;
+            let topic = self.topic(&stream.stream, &stream.topic).map_err(|e| DeliveryError::Failed(e.to_string()))?;
             let messages = delivery.messages.clone();
             let connector = delivery.connector.clone();
             let cursor = delivery.cursor.clone();
@@ -168,6 +167,7 @@ fn append(
 mod tests {
     use super::*;
     use crate::batch::{Header, HeaderValue, Uint128};
+    use crate::config::StreamConfig;
 
     fn message(payload: &[u8]) -> Message {
         Message { id: None, headers: vec![], payload: payload.to_vec(), origin_timestamp: None }
