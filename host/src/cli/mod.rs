@@ -122,8 +122,11 @@ enum Command {
     /// was observed) and a summary. Exits 0 when no check failed, 1 when one did, 2
     /// when the component could not be tested (unreadable, not a connector, not
     /// compiling, a bad config or key).
-    #[command(verbatim_doc_comment, after_help = "Examples:\n  ferry test target/components/my_source.wasm\n  ferry test my_sink.wasm \
-                      --config ferry.toml --key archive")]
+    #[command(
+        verbatim_doc_comment,
+        after_help = "Examples:\n  ferry test target/components/my_source.wasm\n  ferry test my_sink.wasm \
+                      --config ferry.toml --key archive"
+    )]
     Test {
         /// The component (.wasm).
         component: PathBuf,

@@ -98,9 +98,8 @@ fn tested(path: &Path, config_of: Option<(&Path, &str)>) -> Result<Report> {
 fn from_config(config_path: &Path, key: &str) -> Result<Under> {
     let config = Config::load(config_path)?;
     let connector = connector_of(&config, config_path, key)?;
-    let refuse = |problem: String| {
-        anyhow::anyhow!("{}: {}s (key `{key}`): {problem}", config_path.display(), connector.role())
-    };
+    let refuse =
+        |problem: String| anyhow::anyhow!("{}: {}s (key `{key}`): {problem}", config_path.display(), connector.role());
     let plugin_config = connector.plugin_config_json().map_err(refuse)?;
     let postgres = PgPools::granted(connector.grants(), &config.postgres).map_err(refuse)?;
     let sandbox = Sandbox { limits: connector.limits().clone(), grants: connector.grants().clone(), postgres };

@@ -19,7 +19,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::grants::logging::{GuestLog, LogBudget};
-use crate::runtime::{CallError, ConnectorComponent, InstanceMeters, Runtime, Sandbox, SinkComponent, SourceComponent, World};
+use crate::runtime::{
+    CallError, ConnectorComponent, InstanceMeters, Runtime, Sandbox, SinkComponent, SourceComponent, World,
+};
 pub use report::{Check, Report, Verdict};
 
 /// How the component under test runs.

@@ -45,7 +45,11 @@ async fn nacked(subject: &Subject<'_, SourceWorld>, prefix: usize, reason: NackR
     };
     let (first, again) = (Record::all(&first.messages), Record::all(&again.messages));
     if let Some(difference) = first_difference(&first, &again) {
-        return report.fail(&nack, "3", format!("after {nack} it did not produce the same records again: {difference}"));
+        return report.fail(
+            &nack,
+            "3",
+            format!("after {nack} it did not produce the same records again: {difference}"),
+        );
     }
     match source.ack_and_close().await {
         Ok(()) => report.ok(

@@ -173,7 +173,10 @@ mod tests {
     fn a_reject_must_name_messages_of_the_batch_each_once() {
         assert_eq!(judge(&WriteResult::Ack, 3), Answer::Written(BTreeSet::new()));
         assert_eq!(judge(&reject(&[2, 0]), 3), Answer::Written(BTreeSet::from([0, 2])));
-        assert_eq!(judge(&reject(&[3]), 3), Answer::Invalid("rejected message 3 of a batch of 3: no such message".into()));
+        assert_eq!(
+            judge(&reject(&[3]), 3),
+            Answer::Invalid("rejected message 3 of a batch of 3: no such message".into())
+        );
         assert_eq!(judge(&reject(&[1, 1]), 3), Answer::Invalid("rejected message 1 twice".into()));
         assert_eq!(judge(&WriteResult::Retry("later".into()), 3), Answer::Retry("answered retry (later)".into()));
     }
