@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::Output;
 
-use ferry_tests::components::{FAULTY_SOURCE, FILE_SINK, NOT_A_SOURCE, RANDOM_SOURCE, STDOUT_SINK};
+use ferry_tests::components::{FAULTY_SINK, FAULTY_SOURCE, FILE_SINK, NOT_A_SOURCE, RANDOM_SOURCE, STDOUT_SINK};
 
 use crate::process::{ferry, file_sink_table, random_source_config};
 
@@ -112,6 +112,38 @@ fn the_stdout_sink_and_the_file_sink_pass_every_check() {
 }
 
 #[test]
+fn a_sink_that_rejects_a_message_passes_when_it_rejects_it_again_on_the_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("ferry.toml");
+    let sink = format!(
+        r#"
+[[sinks]]
+key = "picky"
+path = "{FAULTY_SINK}"
+
+[[sinks.streams]]
+stream = "demo"
+topics = ["feed"]
+
+[sinks.plugin_config]
+record = false
+reject_seqs = [1]
+"#
+    );
+    std::fs::write(&config, random_source_config("feed", "max_count = 10") + &sink).unwrap();
+    let (code, stdout, stderr) = test(FAULTY_SINK, &["--config", config.to_str().unwrap(), "--key", "picky"]);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    assert_eq!(
+        check(&stdout, "write"),
+        "ok    write (rule 3): answered reject for messages 1 of a batch of 3; the rest written"
+    );
+    assert_eq!(
+        check(&stdout, "write again"),
+        "ok    write again (rule 3): the same batch written again was answered as the first time"
+    );
+}
+
+#[test]
 fn a_source_that_ignores_its_committed_cursor_fails_the_restart_checks_only() {
     let dir = tempfile::tempdir().unwrap();
     let (code, stdout, stderr) = test_faulty(dir.path(), "ignore_cursor_on_open = true");
@@ -161,7 +193,7 @@ fn a_source_that_traps_on_poll_fails_naming_the_call() {
     assert_eq!(code, Some(1), "{stdout}\n{stderr}");
     let ack = check(&stdout, "ack");
     assert!(ack.starts_with("FAIL  ack (rule 3): the guest trapped in `poll`: "), "{stdout}");
-    assert!(ack.ends_with("(after 1 batches ACKed)"), "{stdout}");
+    assert!(ack.ends_with("(after 1 batch ACKed)"), "{stdout}");
     // Every later instance traps on its second poll too.
     assert!(
         check(&stdout, "nack(timed-out)").starts_with("FAIL  nack(timed-out) (rule 3): the guest trapped in `poll`")

@@ -108,7 +108,7 @@ impl Source {
         }
         let mut why = format!("produced nothing within {MAX_POLLS} polls");
         if let Some(error) = last_error {
-            why.push_str(&format!(" (the last returned an error: {error})"));
+            why.push_str(&format!(" (the last poll returned an error: {error})"));
         }
         Err(Stop::Dry(why))
     }

@@ -99,9 +99,12 @@ async fn first_run(subject: &Subject<'_, SourceWorld>, report: &mut Report) -> O
     match stop {
         Some(Stop::Broke(error)) => {
             // The instance trapped: it is dropped, as the host drops it.
-            report.fail("ack", "3", format!("{error} (after {} batches ACKed)", history.len()));
+            report.fail("ack", "3", format!("{error} (after {} ACKed)", batches(history.len())));
+            if history.is_empty() {
+                return None;
+            }
             batch_ids(&history, report);
-            return (!history.is_empty()).then_some(history);
+            return Some(history);
         }
         Some(Stop::Dry(why)) if history.is_empty() => {
             report.warn(
@@ -126,10 +129,15 @@ fn produced(history: &History) -> String {
     let staged = history.batches.iter().filter(|b| b.staged.is_some()).count();
     let with_id = history.batches.iter().flat_map(|b| &b.records).filter(|r| r.id.is_some()).count();
     format!(
-        "{} batches ACKed ({} records), {staged} staged a cursor; {with_id} records carry their own id",
-        history.len(),
+        "{} ACKed ({} records), {staged} staged a cursor; {with_id} records carry their own id",
+        batches(history.len()),
         sizes.join(", ")
     )
+}
+
+/// `1 batch`, `3 batches`.
+fn batches(count: usize) -> String {
+    if count == 1 { "1 batch".into() } else { format!("{count} batches") }
 }
 
 /// Rule 2 (and the `batch` record): one batch outstanding at a time, settled by its
