@@ -4,8 +4,8 @@
 //!
 //! A source is run on fresh instances of the real runtime (same engine, limits,
 //! grants and call wrappers as `ferry run`), with the committed cursor kept here in
-//! memory: no Iggy, no local log, no state file. See [`source`] for the order of
-//! the checks, [`replay`] and [`restart`] for the hard cases, [`sink`] for sinks.
+//! memory: no Iggy, no local log, no state file. See `source.rs` for the order of
+//! the checks, `replay.rs` and `restart.rs` for the hard cases, `sink.rs` for sinks.
 
 mod driver;
 mod records;
@@ -43,14 +43,14 @@ impl Default for Setup {
     }
 }
 
-/// Every check of a source; see [`source`].
+/// Every check of a source; see `source.rs`.
 pub async fn test_source(runtime: &Runtime, component: &SourceComponent, setup: &Setup) -> Report {
     let mut report = Report::default();
     source::check(&Subject::new(runtime, component, setup), &mut report).await;
     report
 }
 
-/// Every check of a sink; see [`sink`].
+/// Every check of a sink; see `sink.rs`.
 pub async fn test_sink(runtime: &Runtime, component: &SinkComponent, setup: &Setup) -> Report {
     let mut report = Report::default();
     sink::check(&Subject::new(runtime, component, setup), &mut report).await;
