@@ -18,6 +18,8 @@
 //!   the two stores batches are delivered to (an Iggy server, or the embedded log);
 //! * [`state`]: the committed cursors;
 //! * [`status`], [`shutdown`]: what operators see and how the host stops;
+//! * [`conformance`]: the kit `ferry test` drives a component through the contract's
+//!   hard cases with;
 //! * [`api`]: the HTTP API and Prometheus metrics over the status and the state;
 //! * [`host`]: all of the above wired together for `ferry run`;
 //! * [`cli`]: the `ferry` command line (here rather than in `main.rs`, so that tests
@@ -28,6 +30,7 @@ pub mod backoff;
 pub mod batch;
 pub mod cli;
 pub mod config;
+pub mod conformance;
 pub mod contract;
 pub mod delivery;
 pub mod exit;

@@ -9,6 +9,7 @@ mod bad_config;
 mod bad_input;
 mod compile_bombs;
 mod compile_cache;
+mod conformance;
 mod control;
 mod crash;
 mod examples;

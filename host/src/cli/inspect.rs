@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use crate::config::{Config, RuntimeConfig};
+use crate::config::{Config, ConnectorConfig, RuntimeConfig};
 use crate::contract::{self, ComponentWorld, Contract, Role};
 use crate::files;
 use crate::grants::{self, Verdict};
@@ -84,10 +84,7 @@ fn compiles<W: World>(runtime: &Runtime, path: &Path, settings: &RuntimeConfig) 
 /// Each import, granted or denied under connector `key`'s grants.
 fn print_grants(world: &ComponentWorld, config_path: &Path, key: &str) -> Result<()> {
     let config = Config::load(config_path)?;
-    let Some(connector) = config.connector(key) else {
-        let keys: Vec<_> = config.connectors().map(|c| c.key()).collect();
-        bail!("{}: no connector has key `{key}` (keys: {})", config_path.display(), keys.join(", "));
-    };
+    let connector = connector_of(&config, config_path, key)?;
     println!("grants of `{key}` in {}:", config_path.display());
     for import in world.imports() {
         match grants::verdict(&import, connector.grants()) {
@@ -97,4 +94,14 @@ fn print_grants(world: &ComponentWorld, config_path: &Path, key: &str) -> Result
         }
     }
     Ok(())
+}
+
+/// Connector `key` of `config` (read from `config_path`), or an error listing the
+/// keys there are.
+pub(super) fn connector_of<'a>(config: &'a Config, config_path: &Path, key: &str) -> Result<&'a dyn ConnectorConfig> {
+    let Some(connector) = config.connector(key) else {
+        let keys: Vec<_> = config.connectors().map(|c| c.key()).collect();
+        bail!("{}: no connector has key `{key}` (keys: {})", config_path.display(), keys.join(", "));
+    };
+    Ok(connector)
 }

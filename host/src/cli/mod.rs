@@ -9,6 +9,7 @@ mod new;
 mod run;
 mod state;
 mod status;
+mod test;
 mod top;
 
 use std::path::PathBuf;
@@ -79,6 +80,60 @@ enum Command {
         #[arg(long, requires = "key")]
         config: Option<PathBuf>,
         /// The connector of --config whose grants to check.
+        #[arg(long, requires = "config")]
+        key: Option<String>,
+    },
+    /// Drive a component through the contract's hard cases; say which rule it breaks.
+    ///
+    /// The conformance kit for connector authors.
+    ///
+    /// For a SOURCE, each scenario on fresh instances, with the committed cursor kept
+    /// by ferry in memory (no Iggy, no local log, no state file):
+    ///
+    ///   open (rule 1): open with no cursor;
+    ///   ack (rule 3): poll up to 3 batches and ACK each; every batch must pass the
+    ///     host's own checks (limits, unique header keys); what they hold is recorded;
+    ///   batch ids (rule 2): each batch settled once, by its id, before the next poll;
+    ///   close (rule 5): close after the last ACK does not trap;
+    ///   nack(REASON) (rule 3), for delivery-failed, state-save-failed, timed-out and
+    ///     rejected: after an ACKed batch, a batch NACKed must come again;
+    ///   restart from the cursor (rule 4/1): an instance dropped without close (a trap,
+    ///     a host restart), a new one opened with the committed cursor must go on with
+    ///     the records produced after it;
+    ///   crash before commit (rule 4): a batch polled and never committed, the instance
+    ///     dropped, a new one opened with the previous cursor must produce it again.
+    ///
+    /// Records are compared by payload and id (not headers nor timestamps, which may
+    /// change), one by one over those both runs produced; a failure names the first
+    /// record that differs. A poll that returns nothing is repeated (20 polls, one
+    /// poll_interval apart); a source with nothing to produce gets a warning that
+    /// replay cannot be checked, not a failure. A trap or an error names the call.
+    ///
+    /// For a SINK: open; write a batch of 3 messages (ids, headers, JSON payloads with
+    /// a `seq`), whose answer must be well-formed (a reject names messages of the
+    /// batch, each once); write the same batch again (rule 3): it must be answered as
+    /// the first time. Whether the sink writes a replay idempotently (no duplicate
+    /// where it writes) only its destination can tell: the kit cannot check it.
+    ///
+    /// The component runs with plugin_config = {}, default limits and no grants, or,
+    /// with --config and --key, with the plugin_config (and secrets), limits, grants
+    /// and poll_interval of connector KEY of CONFIG. Prints one line per check (`ok`,
+    /// `FAIL` or `warn`, the check, the rule of wit/source.wit or wit/sink.wit, what
+    /// was observed) and a summary. Exits 0 when no check failed, 1 when one did, 2
+    /// when the component could not be tested (unreadable, not a connector, not
+    /// compiling, a bad config or key).
+    #[command(
+        verbatim_doc_comment,
+        after_help = "Examples:\n  ferry test target/components/my_source.wasm\n  ferry test my_sink.wasm \
+                      --config ferry.toml --key archive"
+    )]
+    Test {
+        /// The component (.wasm).
+        component: PathBuf,
+        /// The configuration file to take the connector's settings from (with --key).
+        #[arg(long, requires = "key")]
+        config: Option<PathBuf>,
+        /// The connector of --config to run the component as.
         #[arg(long, requires = "config")]
         key: Option<String>,
     },
@@ -296,6 +351,9 @@ pub fn main() -> ExitCode {
         Command::Inspect { component, wit, config, key } => {
             let grants_of = config.as_deref().zip(key.as_deref());
             inspect::inspect(&component, wit, grants_of)
+        }
+        Command::Test { component, config, key } => {
+            return test::test(&component, config.as_deref().zip(key.as_deref()));
         }
         Command::New { kind, name, lang, path } => new::new(kind, &name, lang, &path),
         Command::Build { path, out } => build::build(&path, out.as_deref()),

@@ -10,12 +10,18 @@
 //!   secret, to see that a guest repeating its secret cannot leak it through the
 //!   host's API);
 //! * `open_when_exists = "/gate/open"`: refuse to open until this file exists (in a
-//!   granted directory), so that a test decides when the connector starts running.
+//!   granted directory), so that a test decides when the connector starts running;
+//! * `ignore_cursor_on_open = true`: start every instance at `seq` 0 whatever cursor
+//!   it was opened with, keeping its own position from there (moved on by ACKs, so
+//!   NACKs are still replayed): it breaks rule 4 of the contract and nothing else;
+//! * `advance_on_nack = true`: after a NACK, skip the NACKed records and produce the
+//!   ones after them, instead of the same records again: it breaks rule 3.
 //!
 //! Counting is per instance, so a restarted instance makes progress again before
-//! misbehaving: a test sees traps *and* every record delivered.
+//! misbehaving: a test sees traps *and* every record delivered. `ferry test` is
+//! tested against the last two switches.
 
-use ferry_guest::{Batch, Error, Message, Source};
+use ferry_guest::{Batch, Error, Message, Nack, Source};
 use serde::{Deserialize, Serialize};
 
 #[derive(Deserialize)]
@@ -34,6 +40,10 @@ struct Config {
     open_error: Option<String>,
     #[serde(default)]
     open_when_exists: Option<String>,
+    #[serde(default)]
+    ignore_cursor_on_open: bool,
+    #[serde(default)]
+    advance_on_nack: bool,
 }
 
 fn five() -> u64 {
@@ -48,6 +58,10 @@ struct Cursor {
 struct FaultySource {
     config: Config,
     polls: u64,
+    /// With `ignore_cursor_on_open`: where this instance thinks it is.
+    own_seq: Option<u64>,
+    /// With `advance_on_nack`: records skipped past the committed cursor.
+    skipped: u64,
 }
 
 impl Source for FaultySource {
@@ -67,7 +81,8 @@ impl Source for FaultySource {
             return Err(Error::msg(format!("configured to wait for {gate} before opening")));
         }
         ferry_guest::info!("faulty source opened at seq {}", cursor.next_seq);
-        Ok(FaultySource { config, polls: 0 })
+        let own_seq = config.ignore_cursor_on_open.then_some(0);
+        Ok(FaultySource { config, polls: 0, own_seq, skipped: 0 })
     }
 
     fn poll(&mut self, cursor: &Cursor) -> Result<Option<Batch<Cursor>>, Error> {
@@ -78,12 +93,26 @@ impl Source for FaultySource {
         if self.config.fail_from_poll.is_some_and(|k| self.polls >= k) {
             return Err(Error::msg(format!("configured to fail from poll {}", self.polls)));
         }
-        let end = self.config.max_count.min(cursor.next_seq + self.config.messages_per_batch);
-        if end <= cursor.next_seq {
+        let start = self.own_seq.unwrap_or(cursor.next_seq) + self.skipped;
+        let end = self.config.max_count.min(start + self.config.messages_per_batch);
+        if end <= start {
             return Ok(None);
         }
-        let messages = (cursor.next_seq..end).map(|seq| Message::new(format!("{{\"seq\":{seq}}}"))).collect();
+        let messages = (start..end).map(|seq| Message::new(format!("{{\"seq\":{seq}}}"))).collect();
         Ok(Some(Batch::new(messages, Cursor { next_seq: end })))
+    }
+
+    fn on_ack(&mut self, committed: &Cursor) {
+        if let Some(own) = &mut self.own_seq {
+            *own = committed.next_seq;
+        }
+        self.skipped = 0;
+    }
+
+    fn on_nack(&mut self, _nack: &Nack) {
+        if self.config.advance_on_nack {
+            self.skipped += self.config.messages_per_batch;
+        }
     }
 }
 
