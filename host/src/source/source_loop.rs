@@ -13,7 +13,9 @@
 //! ACK only after both; a NACK leaves the committed cursor where it was; `poll` is
 //! never called while a batch is outstanding (the next poll comes only after
 //! `on-batch-result`). Shutdown is looked at only between batches, so a batch in
-//! flight always settles.
+//! flight always settles. The delivery carries the staged cursor too, for a target
+//! that keeps it in the same transaction as the batch (the local log does, which makes
+//! it exactly-once); the commit to the cursor store is still what an ACK waits for.
 
 use std::sync::Arc;
 
