@@ -311,3 +311,37 @@ fn a_python_sources_memory_grows_with_the_messages_it_produced() {
     );
     assert!(per_message >= 16.0, "the growth per message is gone ({per_message:.1} B): update README's Python section");
 }
+
+#[test]
+fn ferry_build_of_a_python_project_says_what_is_missing() {
+    let home = tempfile::tempdir().unwrap();
+    let refused = |dir: &Path, env: &[(&str, &str)], wanted: &[&str]| {
+        let mut command = Command::new(ferry_binary());
+        command.arg("build").arg(dir).envs(env.iter().copied());
+        let output = command.output().expect("ferry runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{}: {stderr}", dir.display());
+        for wanted in wanted {
+            assert!(stderr.contains(wanted), "wanted {wanted:?}; got: {stderr}");
+        }
+    };
+
+    // No componentize-py on PATH nor where the setup script installs it.
+    let nowhere = home.path().join("data");
+    refused(
+        &Path::new(EXAMPLES).join("source"),
+        &[("PATH", "/usr/bin:/bin"), ("XDG_DATA_HOME", nowhere.to_str().unwrap())],
+        &["componentize-py 0.25.1 is not installed", "scripts/setup-python-guest installs it"],
+    );
+
+    // A pyproject.toml that is not a Ferry connector's, and one without its app.
+    let project = home.path().join("project");
+    std::fs::create_dir(&project).unwrap();
+    let manifest = project.join("pyproject.toml");
+    std::fs::write(&manifest, "[project]\nname = \"x\"\n").unwrap();
+    refused(&project, &[], &[&format!("{}: no [tool.ferry] table", manifest.display())]);
+    std::fs::write(&manifest, "[project]\nname = \"x\"\n\n[tool.ferry]\nkind = \"source\"\n").unwrap();
+    refused(&project, &[], &[&format!("{}: no such file", project.join("app.py").display())]);
+    std::fs::write(&manifest, "[project]\nname = \"x\"\n\n[tool.ferry]\nkind = \"pump\"\n").unwrap();
+    refused(&project, &[], &[&format!("{}: not a pyproject.toml ferry can read", manifest.display()), "pump"]);
+}
