@@ -4,9 +4,10 @@
 default:
     @just --list
 
-# Install the guest toolchain if it is missing (rustup's wasm32-wasip2, or Debian's fallback).
+# Install the guest toolchains if missing (rustup's wasm32-wasip2 or Debian's fallback; componentize-py).
 setup:
     scripts/setup-guest-toolchain
+    scripts/setup-python-guest
 
 # Build everything and run the quickstart: a random source delivering to the local log.
 demo:

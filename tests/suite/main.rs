@@ -28,6 +28,7 @@ mod postgres_sink;
 mod postgres_sink_columns;
 mod postgres_source;
 mod process;
+mod python_guests;
 mod sandbox;
 mod secrets;
 mod shutdown;

@@ -1,9 +1,11 @@
 //! `ferry build [PATH] [--out FILE]`: build a connector project, wherever it lives,
 //! into a component, and say whether ferry can run it. Which language a project is
-//! in is told by the file its tools read (`Cargo.toml` for Rust); each language's
+//! in is told by the file its tools read (`Cargo.toml` for Rust, `pyproject.toml` for
+//! Python); each language's
 //! build is in `build/<lang>.rs`, and what follows a build (the check `ferry inspect`
 //! does) is here, the same for all.
 
+mod python;
 mod rust;
 
 use std::path::{Path, PathBuf};
@@ -25,7 +27,8 @@ struct Builder {
     build: fn(dir: &Path, out: Option<&Path>) -> Result<PathBuf>,
 }
 
-const BUILDERS: &[Builder] = &[Builder { marker: "Cargo.toml", build: rust::build }];
+const BUILDERS: &[Builder] =
+    &[Builder { marker: "Cargo.toml", build: rust::build }, Builder { marker: "pyproject.toml", build: python::build }];
 
 pub fn build(dir: &Path, out: Option<&Path>) -> Result<ExitCode> {
     if !dir.is_dir() {

@@ -145,7 +145,9 @@ enum Command {
     /// src/lib.rs to start from (a source emits JSON records with a gap-free `seq`
     /// kept in its cursor; a sink writes every message it receives to its log and
     /// acknowledges), and a ferry.toml that runs it against the local log. Refuses to
-    /// write into a directory that exists.
+    /// write into a directory that exists. With --lang python: the same connector as
+    /// an app.py using the checkout's guest-sdk/python/ferry_guest.py (named by path
+    /// in pyproject.toml's [tool.ferry] table), built with componentize-py.
     #[command(
         after_help = "Examples:\n  ferry new source my-source --path ~/src\n  cd ~/src/my-source && ferry build \
                       && ferry run ferry.toml"
@@ -155,15 +157,15 @@ enum Command {
         kind: new::Kind,
         /// The connector's name: the crate's name, the directory's and the key in ferry.toml.
         name: String,
-        /// The language (only rust for now).
+        /// The language (rust or python; js is not supported yet).
         #[arg(long, value_enum, default_value = "rust")]
         lang: new::Lang,
         /// The directory to create the connector's directory in.
         #[arg(long, value_name = "DIR", default_value = ".")]
         path: PathBuf,
     },
-    /// Build the connector crate at PATH into a component and check it as `ferry run`
-    /// would.
+    /// Build the connector project at PATH (a Rust crate, or a Python project) into a
+    /// component and check it as `ferry run` would.
     ///
     /// PATH is a directory with a Cargo.toml whose library is a `cdylib`, in any
     /// workspace or none. The component is written to PATH/target/components/<lib>.wasm
@@ -173,11 +175,20 @@ enum Command {
     /// scripts/setup-guest-toolchain installs (Debian's rustc-web building wasm32-wasip1,
     /// turned into a component with the WASI preview-1 adapter); the error says which
     /// is missing when neither is. FERRY_GUEST_TOOLCHAIN=standard or fallback forces
-    /// one. Then prints whether the component is a source or a sink that ferry can run
+    /// one.
+    ///
+    /// A Python project is a directory with a pyproject.toml whose [tool.ferry] table
+    /// says `kind = "source"` or `"sink"` (and optionally `guest_sdk`, the directory of
+    /// ferry_guest.py, and `app`, the module exporting the connector, default app):
+    /// built with componentize-py 0.25.1 (on PATH, or where Ferry's
+    /// scripts/setup-python-guest installs it) against this checkout's wit/, into
+    /// PATH/target/components/<project name, - as _>.wasm.
+    ///
+    /// Then prints whether the component is a source or a sink that ferry can run
     /// (what `ferry inspect` says), and exits 1 if it is neither.
     #[command(after_help = "Examples:\n  ferry build\n  ferry build ~/src/my-source --out my_source.wasm")]
     Build {
-        /// The crate's directory.
+        /// The project's directory.
         #[arg(default_value = ".")]
         path: PathBuf,
         /// Also copy the component to this file.

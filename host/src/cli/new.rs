@@ -4,6 +4,7 @@
 //! directory, never overwriting anything); each language's files are templates in
 //! `new/<lang>/`, chosen by `new/<lang>.rs`.
 
+mod python;
 mod rust;
 
 use std::path::{Path, PathBuf};
@@ -12,7 +13,8 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 
 /// What the connector is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Kind {
     Source,
     Sink,
@@ -72,8 +74,11 @@ pub fn new(kind: Kind, name: &str, lang: Lang, parent: &Path) -> Result<ExitCode
     }
     let (sdk, files): (&str, Files) = match lang {
         Lang::Rust => ("", rust::files),
-        Lang::Python | Lang::Js => {
-            bail!("--lang {lang:?}: not supported yet; `ferry new` writes Rust connectors (--lang rust)")
+        Lang::Python => ("python", python::files),
+        Lang::Js => {
+            bail!(
+                "--lang {lang:?}: not supported yet; `ferry new` writes Rust and Python connectors (--lang rust|python)"
+            )
         }
     };
     let names = Names { name, kind, guest_sdk: guest_sdk(sdk)? };
@@ -96,7 +101,7 @@ pub fn new(kind: Kind, name: &str, lang: Lang, parent: &Path) -> Result<ExitCode
 }
 
 /// The absolute path of a language's SDK (`sub` of `guest-sdk/`) in this checkout.
-fn guest_sdk(sub: &str) -> Result<String> {
+pub(super) fn guest_sdk(sub: &str) -> Result<String> {
     let path = Path::new(GUEST_SDK).join(sub);
     let path = path.canonicalize().with_context(|| {
         format!(
@@ -150,10 +155,23 @@ mod tests {
     }
 
     #[test]
+    fn a_python_project_has_no_placeholder_left() {
+        let parent = tempfile::tempdir().unwrap();
+        for kind in [Kind::Source, Kind::Sink] {
+            let name = format!("py-{}", kind.noun());
+            new(kind, &name, Lang::Python, parent.path()).unwrap();
+            for file in ["pyproject.toml", "app.py", "ferry.toml", "README.md", ".gitignore"] {
+                let text = std::fs::read_to_string(parent.path().join(&name).join(file)).unwrap();
+                assert!(!text.contains("{{"), "{file} has an unfilled placeholder:\n{text}");
+            }
+        }
+    }
+
+    #[test]
     fn other_languages_are_refused_for_now() {
         let parent = tempfile::tempdir().unwrap();
-        let error = new(Kind::Source, "py", Lang::Python, parent.path()).unwrap_err().to_string();
+        let error = new(Kind::Source, "js", Lang::Js, parent.path()).unwrap_err().to_string();
         assert!(error.contains("not supported yet"), "{error}");
-        assert!(!parent.path().join("py").exists());
+        assert!(!parent.path().join("js").exists());
     }
 }
