@@ -8,6 +8,10 @@ default:
 setup:
     scripts/setup-guest-toolchain
 
+# Install the pinned tools `ferry build` runs for JavaScript connectors (componentize-js).
+setup-js:
+    scripts/setup-js-guest
+
 # Build everything and run the quickstart: a random source delivering to the local log.
 demo:
     scripts/demo
