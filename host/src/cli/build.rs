@@ -1,9 +1,10 @@
 //! `ferry build [PATH] [--out FILE]`: build a connector project, wherever it lives,
 //! into a component, and say whether ferry can run it. Which language a project is
-//! in is told by the file its tools read (`Cargo.toml` for Rust); each language's
-//! build is in `build/<lang>.rs`, and what follows a build (the check `ferry inspect`
-//! does) is here, the same for all.
+//! in is told by the file its tools read (`Cargo.toml` for Rust, `package.json` for
+//! JavaScript); each language's build is in `build/<lang>.rs`, and what follows a
+//! build (the check `ferry inspect` does) is here, the same for all.
 
+mod js;
 mod rust;
 
 use std::path::{Path, PathBuf};
@@ -25,7 +26,8 @@ struct Builder {
     build: fn(dir: &Path, out: Option<&Path>) -> Result<PathBuf>,
 }
 
-const BUILDERS: &[Builder] = &[Builder { marker: "Cargo.toml", build: rust::build }];
+const BUILDERS: &[Builder] =
+    &[Builder { marker: "Cargo.toml", build: rust::build }, Builder { marker: "package.json", build: js::build }];
 
 pub fn build(dir: &Path, out: Option<&Path>) -> Result<ExitCode> {
     if !dir.is_dir() {
