@@ -82,15 +82,18 @@ enum Command {
         #[arg(long, requires = "config")]
         key: Option<String>,
     },
-    /// Write a new connector crate, outside this repository, ready to build and run.
+    /// Write a new connector project, outside this repository, ready to build and run.
     ///
     /// Creates DIR/NAME (DIR is --path, by default the current directory) holding a
     /// Rust crate that depends on the ferry-guest SDK of the checkout this ferry was
     /// built from (by path; its README.md says how to depend on it by git), a
     /// src/lib.rs to start from (a source emits JSON records with a gap-free `seq`
     /// kept in its cursor; a sink writes every message it receives to its log and
-    /// acknowledges), and a ferry.toml that runs it against the local log. Refuses to
-    /// write into a directory that exists.
+    /// acknowledges), and a ferry.toml that runs it against the local log. With
+    /// --lang js: a package.json, source.js or sink.js (the same connectors, importing
+    /// the checkout's guest-sdk/js/ferry-guest.js by absolute path) and a ferry.toml
+    /// giving the JavaScript engine the memory it needs. Refuses to write into a
+    /// directory that exists.
     #[command(
         after_help = "Examples:\n  ferry new source my-source --path ~/src\n  cd ~/src/my-source && ferry build \
                       && ferry run ferry.toml"
@@ -100,14 +103,14 @@ enum Command {
         kind: new::Kind,
         /// The connector's name: the crate's name, the directory's and the key in ferry.toml.
         name: String,
-        /// The language (only rust for now).
+        /// The language (rust or js).
         #[arg(long, value_enum, default_value = "rust")]
         lang: new::Lang,
         /// The directory to create the connector's directory in.
         #[arg(long, value_name = "DIR", default_value = ".")]
         path: PathBuf,
     },
-    /// Build the connector crate at PATH into a component and check it as `ferry run`
+    /// Build the connector project at PATH into a component and check it as `ferry run`
     /// would.
     ///
     /// PATH is a directory with a Cargo.toml whose library is a `cdylib`, in any
@@ -118,11 +121,21 @@ enum Command {
     /// scripts/setup-guest-toolchain installs (Debian's rustc-web building wasm32-wasip1,
     /// turned into a component with the WASI preview-1 adapter); the error says which
     /// is missing when neither is. FERRY_GUEST_TOOLCHAIN=standard or fallback forces
-    /// one. Then prints whether the component is a source or a sink that ferry can run
+    /// one.
+    ///
+    /// A directory with a package.json (and no Cargo.toml) is a JavaScript connector:
+    /// its `main` module, a source or a sink as `"ferry": {"kind": ...}` says, is
+    /// bundled with rolldown into PATH/target/js/<name>.js and compiled with
+    /// componentize-js 0.23.0 into PATH/target/components/<name>.wasm (`-` in the
+    /// package's name becomes `_`). Both tools are the ones Ferry's
+    /// scripts/setup-js-guest installs (in ~/.local/share/ferry/js-guest/), else
+    /// found on PATH.
+    ///
+    /// Then prints whether the component is a source or a sink that ferry can run
     /// (what `ferry inspect` says), and exits 1 if it is neither.
     #[command(after_help = "Examples:\n  ferry build\n  ferry build ~/src/my-source --out my_source.wasm")]
     Build {
-        /// The crate's directory.
+        /// The project's directory.
         #[arg(default_value = ".")]
         path: PathBuf,
         /// Also copy the component to this file.

@@ -4,6 +4,7 @@
 //! directory, never overwriting anything); each language's files are templates in
 //! `new/<lang>/`, chosen by `new/<lang>.rs`.
 
+mod js;
 mod rust;
 
 use std::path::{Path, PathBuf};
@@ -69,7 +70,8 @@ pub fn new(kind: Kind, name: &str, lang: Lang, parent: &Path) -> Result<ExitCode
     }
     let (sdk, files): (&str, fn(Kind, &Names) -> Vec<File>) = match lang {
         Lang::Rust => ("", rust::files),
-        Lang::Python | Lang::Js => {
+        Lang::Js => ("js", js::files),
+        Lang::Python => {
             bail!("--lang {lang:?}: not supported yet; `ferry new` writes Rust connectors (--lang rust)")
         }
     };
