@@ -13,12 +13,13 @@ use std::process::Command;
 use std::sync::{Arc, OnceLock};
 
 use ferry::batch::NackReason;
-use ferry::config::ByteSize;
+use ferry::config::{ByteSize, DirGrant};
 use ferry::local_log::LocalLog;
+use ferry::status::Event;
 use ferry_tests::faults::FaultyTarget;
-use ferry_tests::harness::Harness;
+use ferry_tests::harness::{Harness, Running};
 use ferry_tests::logs::capture;
-use ferry_tests::records::{assert_complete, next_seq, seqs};
+use ferry_tests::records::{assert_complete, next_seq, seq_messages, seq_of, seqs};
 use nix::sys::signal::Signal;
 use serde_json::json;
 
@@ -27,7 +28,7 @@ use crate::process::{Ferry, Site, crash_plan, ferry, ferry_binary};
 
 /// What a JavaScript guest needs: the engine's heap on top of what the Rust guests
 /// use (see the README, "JavaScript").
-const JS_MEMORY: &str = "128MiB";
+const JS_MEMORY_MIB: u64 = 128;
 
 /// The component of `examples/js/<example>`, built by `ferry build` the first time a
 /// test asks for it, into the suite's temporary directory.
@@ -72,7 +73,7 @@ async fn a_js_source_delivers_every_seq_and_produces_the_same_records_after_a_na
     let target = FaultyTarget::new(h.log.clone());
     let plugin_config = json!({ "messages_per_batch": 7, "max_count": 700 });
     let mut source = h.source("js", component.to_str().unwrap(), plugin_config);
-    source.sandbox.limits.memory = JS_MEMORY.parse::<ByteSize>().unwrap();
+    source.sandbox.limits.memory = ByteSize::mib(JS_MEMORY_MIB);
     source.target = target.clone() as Arc<_>;
     let mut running = h.start(vec![source]);
 
@@ -99,6 +100,39 @@ async fn a_js_source_delivers_every_seq_and_produces_the_same_records_after_a_na
     running.stop().await;
 }
 
+/// The example sink on 200 messages, answering `retry` for every third batch after
+/// writing it: the host hands each such batch again, the sink skips what it wrote,
+/// and the file holds every message exactly once, in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_js_sink_writes_every_message_once_through_retries() {
+    let component = example("sink");
+    let h = Harness::new();
+    h.append("feed", seq_messages(0..200)).await;
+    let out = h.dir.path().join("jsink-out");
+    std::fs::create_dir_all(&out).unwrap();
+    let plugin_config = json!({ "directory": "/out", "file": "sink.jsonl", "fail_every": 3 });
+    let mut sink = h.sink("jsink", component.to_str().unwrap(), plugin_config, &["feed"]);
+    sink.sandbox.limits.memory = ByteSize::mib(JS_MEMORY_MIB);
+    sink.sandbox.grants.dirs.push(DirGrant { host: out.clone(), guest: "/out".into(), writable: true });
+    let mut running = Running::start(h.host_with(vec![], vec![sink]));
+
+    let retried = running.wait_for("a retry", |e| matches!(e, Event::Retried { key, .. } if &**key == "jsink")).await;
+    let done = |e: &Event| matches!(e, Event::Written { key, end: 200, .. } if &**key == "jsink");
+    running.wait_for("every message written", done).await;
+    running.stop().await;
+
+    let Event::Retried { reason, .. } = retried else { unreachable!() };
+    assert!(reason.contains("fail_every = 3"), "{reason}");
+    let heard = capture().guest_lines("jsink");
+    assert!(heard.iter().any(|l| l.contains("already written (a replay)")), "the replays were skipped: {heard:?}");
+    let text = std::fs::read_to_string(out.join("sink.jsonl")).unwrap();
+    let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let offsets: Vec<u64> = lines.iter().map(|l| l["offset"].as_u64().unwrap()).collect();
+    assert_eq!(offsets, (0..200).collect::<Vec<_>>(), "every message once, in order");
+    let payloads: Vec<u64> = lines.iter().map(|l| seq_of(l["payload"].as_str().unwrap().as_bytes())).collect();
+    assert_eq!(payloads, (0..200).collect::<Vec<_>>());
+}
+
 /// A ferry.toml running the example source as `key`, into `demo/<key>`.
 fn source_config(key: &str, plugin_config: &str) -> String {
     format!(
@@ -116,7 +150,7 @@ path = "log"
 key = "{key}"
 path = "{component}"
 poll_interval = "2ms"
-limits.memory = "{JS_MEMORY}"
+limits.memory = "{JS_MEMORY_MIB}MiB"
 
 [[sources.streams]]
 stream = "demo"

@@ -6,7 +6,9 @@
 //! modules under the directory it runs in; componentize-js then compiles that file,
 //! with a JavaScript engine, into a component of Ferry's WIT world.
 //!
-//! The bundle goes to `target/js/<lib>.js`, the component to
+//! The world is Ferry's `source-connector` or `sink-connector` with WASI's filesystem
+//! preopens named (guest-sdk/js/wit/js-worlds.wit says why), assembled in
+//! `target/js/wit/`. The bundle goes to `target/js/<lib>.js`, the component to
 //! `target/components/<lib>.wasm`, `<lib>` being the package's name with `_` for `-`.
 
 use std::path::{Path, PathBuf};
@@ -19,6 +21,15 @@ const COMPONENTIZE_JS: &str = "0.23.0";
 const SETUP_SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/setup-js-guest");
 /// Ferry's WIT, the contract the component is built against.
 const WIT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../wit");
+/// The worlds a JavaScript connector is built as.
+const JS_WORLDS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../guest-sdk/js/wit/js-worlds.wit");
+/// WASI's packages the JS worlds import, as jco (a dependency of componentize-js)
+/// ships them, relative to the tools' node_modules.
+const WASI_WIT: &[&str] = &[
+    "@bytecodealliance/jco/lib/wit/builtin/0.2.12",
+    "@bytecodealliance/componentize-js/node_modules/@bytecodealliance/jco/lib/wit/builtin/0.2.12",
+];
+const WASI_PACKAGES: &[&str] = &["wasi-filesystem", "wasi-io", "wasi-clocks"];
 /// The modules a connector imports from the host, which the bundle leaves as imports.
 const HOST_MODULES: &str = "iggy:connector/logging@0.1.0,iggy:connector/postgres@0.1.0";
 
@@ -56,7 +67,7 @@ pub(super) fn build(dir: &Path, out: Option<&Path>) -> Result<PathBuf> {
     run(rolldown, "rolldown (bundling the connector's modules)", dir)?;
 
     let component = components.join(format!("{}.wasm", project.lib));
-    let wit = Path::new(WIT).canonicalize().with_context(|| format!("Ferry's WIT ({WIT}) is gone"))?;
+    let wit = assemble_wit(&js.join("wit"), &tools)?;
     let mut componentize = Command::new(&tools.componentize_js);
     // From the bundle's directory: componentize-js maps the directory it runs in into
     // the engine and reads the module from there.
@@ -71,14 +82,50 @@ pub(super) fn build(dir: &Path, out: Option<&Path>) -> Result<PathBuf> {
     Ok(component)
 }
 
+/// Ferry's WIT, the JS worlds and WASI's packages, in `dir` (made afresh): a copy,
+/// because componentize-js reads the directory through a WASI shim that does not
+/// follow links out of it.
+fn assemble_wit(dir: &Path, tools: &Tools) -> Result<PathBuf> {
+    if dir.exists() {
+        std::fs::remove_dir_all(dir).with_context(|| format!("removing {}", dir.display()))?;
+    }
+    let wasi =
+        WASI_WIT.iter().map(|sub| tools.node_modules.join(sub)).find(|path| path.is_dir()).with_context(|| {
+            format!(
+                "WASI's WIT is not in {} (jco's lib/wit/builtin/0.2.12): reinstall the tools",
+                tools.node_modules.display()
+            )
+        })?;
+    let copy = |from: &Path, to: &Path| -> Result<()> {
+        std::fs::copy(from, to).with_context(|| format!("copying {} to {}", from.display(), to.display()))?;
+        Ok(())
+    };
+    for package in WASI_PACKAGES {
+        let into = dir.join("deps").join(package);
+        std::fs::create_dir_all(&into).with_context(|| format!("creating {}", into.display()))?;
+        for entry in std::fs::read_dir(wasi.join(package)).with_context(|| format!("reading {}", wasi.display()))? {
+            let entry = entry?;
+            copy(&entry.path(), &into.join(entry.file_name()))?;
+        }
+    }
+    for entry in std::fs::read_dir(WIT).with_context(|| format!("Ferry's WIT ({WIT}) is gone"))? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "wit") {
+            copy(&path, &dir.join(path.file_name().expect("a file name")))?;
+        }
+    }
+    copy(Path::new(JS_WORLDS), &dir.join("js-worlds.wit"))?;
+    Ok(dir.to_path_buf())
+}
+
 /// Read what a build needs from `package.json`.
 fn project(text: &str) -> Result<Project> {
     let json: serde_json::Value = serde_json::from_str(text).context("it is not JSON")?;
     let name = json["name"].as_str().context("no \"name\" (a string)")?;
     let main = json["main"].as_str().context("no \"main\" (the connector's module, e.g. \"source.js\")")?;
     let world = match json["ferry"]["kind"].as_str() {
-        Some("source") => "source-connector",
-        Some("sink") => "sink-connector",
+        Some("source") => "source-connector-js",
+        Some("sink") => "sink-connector-js",
         other => bail!(
             "\"ferry\": {{ \"kind\": ... }} is {}, not \"source\" or \"sink\" (what the connector is)",
             other.map_or("missing".to_string(), |k| format!("{k:?}"))
@@ -107,16 +154,24 @@ fn run(mut command: Command, what: &str, dir: &Path) -> Result<()> {
 struct Tools {
     componentize_js: PathBuf,
     rolldown: PathBuf,
+    /// The node_modules componentize-js is in.
+    node_modules: PathBuf,
 }
 
 impl Tools {
     fn find() -> Result<Tools> {
         let installed = install_dir().map(|dir| dir.join("node_modules/.bin"));
-        if let Some(bin) = installed.as_ref().filter(|bin| bin.join("componentize-js").is_file()) {
-            return Ok(Tools { componentize_js: bin.join("componentize-js"), rolldown: bin.join("rolldown") });
-        }
-        if let (Some(componentize_js), Some(rolldown)) = (on_path("componentize-js"), on_path("rolldown")) {
-            return Ok(Tools { componentize_js, rolldown });
+        let in_place = installed.as_ref().filter(|bin| bin.join("componentize-js").is_file());
+        let found = match in_place {
+            Some(bin) => Some((bin.join("componentize-js"), bin.join("rolldown"))),
+            None => on_path("componentize-js").zip(on_path("rolldown")),
+        };
+        // `.bin/componentize-js` links to `<node_modules>/@bytecodealliance/componentize-js/src/cli.js`.
+        let node_modules = |tool: &Path| tool.canonicalize().ok()?.ancestors().nth(4).map(Path::to_path_buf);
+        if let Some((componentize_js, rolldown)) = found
+            && let Some(node_modules) = node_modules(&componentize_js)
+        {
+            return Ok(Tools { componentize_js, rolldown, node_modules });
         }
         let setup = Path::new(SETUP_SCRIPT).canonicalize().unwrap_or_else(|_| PathBuf::from(SETUP_SCRIPT));
         bail!(
@@ -157,8 +212,11 @@ mod tests {
     #[test]
     fn package_json_names_the_module_and_the_world() {
         let project = project(r#"{"name": "my-source", "main": "src/app.js", "ferry": {"kind": "source"}}"#).unwrap();
-        assert_eq!(project, Project { lib: "my_source".into(), main: "src/app.js".into(), world: "source-connector" });
-        assert_eq!(world_or_error(r#"{"name": "s", "main": "s.js", "ferry": {"kind": "sink"}}"#), "sink-connector");
+        assert_eq!(
+            project,
+            Project { lib: "my_source".into(), main: "src/app.js".into(), world: "source-connector-js" }
+        );
+        assert_eq!(world_or_error(r#"{"name": "s", "main": "s.js", "ferry": {"kind": "sink"}}"#), "sink-connector-js");
     }
 
     #[test]
