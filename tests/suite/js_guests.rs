@@ -139,6 +139,7 @@ fn source_config(key: &str, plugin_config: &str) -> String {
         r#"
 [runtime]
 shutdown_grace_period = "20s"
+compile_timeout = "180s"
 
 [state]
 path = "state"

@@ -62,13 +62,16 @@ impl Names<'_> {
 /// One file of a new project: its path inside the project, and its text.
 type File = (&'static str, String);
 
+/// A language's files of a new project (`new/<lang>.rs`).
+type Files = fn(Kind, &Names) -> Vec<File>;
+
 pub fn new(kind: Kind, name: &str, lang: Lang, parent: &Path) -> Result<ExitCode> {
     check_name(name)?;
     let dir = parent.join(name);
     if dir.symlink_metadata().is_ok() {
         bail!("{}: already exists; `ferry new` writes a new directory and overwrites nothing", dir.display());
     }
-    let (sdk, files): (&str, fn(Kind, &Names) -> Vec<File>) = match lang {
+    let (sdk, files): (&str, Files) = match lang {
         Lang::Rust => ("", rust::files),
         Lang::Js => ("js", js::files),
         Lang::Python => {

@@ -39,5 +39,10 @@ mod tests {
         assert!(text("source.js").contains("from \"/x/guest-sdk/js/ferry-guest.js\""));
         assert!(text("ferry.toml").contains(&format!("memory = \"{JS_MEMORY}\"")));
         assert!(text("ferry.toml").contains("path = \"target/components/my_source.wasm\""));
+        for kind in [Kind::Source, Kind::Sink] {
+            for (path, text) in super::files(kind, &names) {
+                assert!(!text.contains("{{"), "{path} has an unfilled placeholder:\n{text}");
+            }
+        }
     }
 }
