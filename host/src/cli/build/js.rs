@@ -30,8 +30,10 @@ const WASI_WIT: &[&str] = &[
     "@bytecodealliance/componentize-js/node_modules/@bytecodealliance/jco/lib/wit/builtin/0.2.12",
 ];
 const WASI_PACKAGES: &[&str] = &["wasi-filesystem", "wasi-io", "wasi-clocks"];
-/// The modules a connector imports from the host, which the bundle leaves as imports.
-const HOST_MODULES: &str = "iggy:connector/logging@0.1.0,iggy:connector/postgres@0.1.0";
+/// The modules a connector imports from the host (its world's imports), which the
+/// bundle leaves as imports.
+const HOST_MODULES: &str = "iggy:connector/logging@0.1.0,iggy:connector/postgres@0.1.0,\
+                            wasi:filesystem/preopens@0.2.12,wasi:filesystem/types@0.2.12";
 
 /// What `package.json` says of the project.
 #[derive(Debug, PartialEq, Eq)]
