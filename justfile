@@ -9,6 +9,10 @@ setup:
     scripts/setup-guest-toolchain
     scripts/setup-python-guest
 
+# Install the pinned tools `ferry build` runs for JavaScript connectors (componentize-js).
+setup-js:
+    scripts/setup-js-guest
+
 # Build everything and run the quickstart: a random source delivering to the local log.
 demo:
     scripts/demo

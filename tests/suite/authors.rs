@@ -157,10 +157,12 @@ fn ferry_new_refuses_an_existing_directory_a_bad_name_and_other_languages() {
     assert!(!output.status.success());
     assert!(text(&output.stderr).contains("\"../escape\" cannot name a connector"), "{}", text(&output.stderr));
 
-    let output = ferry(&["new", "source", "js", "--lang", "js", "--path", at]);
+    let output = ferry(&["new", "source", "cob", "--lang", "cobol", "--path", at]);
     assert!(!output.status.success());
-    assert!(text(&output.stderr).contains("not supported yet"), "{}", text(&output.stderr));
-    assert!(!home.path().join("js").exists());
+    let stderr = text(&output.stderr);
+    assert!(stderr.contains("invalid value 'cobol' for '--lang <LANG>'"), "{stderr}");
+    assert!(stderr.contains("[possible values: rust, python, js]"), "{stderr}");
+    assert!(!home.path().join("cob").exists());
 
     // The help lists both commands.
     let help = text(&ferry(&["--help"]).stdout);

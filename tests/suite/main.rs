@@ -20,6 +20,7 @@ mod iggy_live;
 mod iggy_sinks;
 mod iggy_tenants;
 mod isolation;
+mod js_guests;
 mod pooling;
 mod postgres_capability;
 mod postgres_end_to_end;

@@ -1,10 +1,11 @@
 //! `ferry build [PATH] [--out FILE]`: build a connector project, wherever it lives,
 //! into a component, and say whether ferry can run it. Which language a project is
 //! in is told by the file its tools read (`Cargo.toml` for Rust, `pyproject.toml` for
-//! Python); each language's
-//! build is in `build/<lang>.rs`, and what follows a build (the check `ferry inspect`
-//! does) is here, the same for all.
+//! Python, `package.json` for JavaScript); each language's build is in
+//! `build/<lang>.rs`, and what follows a build (the check `ferry inspect` does) is
+//! here, the same for all.
 
+mod js;
 mod python;
 mod rust;
 
@@ -27,8 +28,14 @@ struct Builder {
     build: fn(dir: &Path, out: Option<&Path>) -> Result<PathBuf>,
 }
 
-const BUILDERS: &[Builder] =
-    &[Builder { marker: "Cargo.toml", build: rust::build }, Builder { marker: "pyproject.toml", build: python::build }];
+const BUILDERS: &[Builder] = &[
+    Builder { marker: "Cargo.toml", build: rust::build },
+    Builder { marker: "pyproject.toml", build: python::build },
+    Builder { marker: "package.json", build: js::build },
+];
+
+/// How long the check after a build lets the component compile.
+const BUILD_COMPILE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
 
 pub fn build(dir: &Path, out: Option<&Path>) -> Result<ExitCode> {
     if !dir.is_dir() {
@@ -46,7 +53,10 @@ pub fn build(dir: &Path, out: Option<&Path>) -> Result<ExitCode> {
 
     // What `ferry inspect` would say of it: a build that makes something ferry cannot
     // run is not done.
-    let settings = RuntimeConfig::default();
+    // The default limits, but time to compile: the component is the author's own, just
+    // built, often on a machine busy building, and one holding a JavaScript engine
+    // takes up to a minute there. `ferry run` applies the configured limit.
+    let settings = RuntimeConfig { compile_timeout: BUILD_COMPILE_TIMEOUT, ..RuntimeConfig::default() };
     let limit = "[runtime] max_component_bytes";
     let bytes = files::read_regular(&component, settings.max_component_bytes.bytes(), "the component", limit)?;
     let world = ComponentWorld::decode(&bytes).with_context(|| component.display().to_string())?;

@@ -137,17 +137,20 @@ enum Command {
         #[arg(long, requires = "config")]
         key: Option<String>,
     },
-    /// Write a new connector crate, outside this repository, ready to build and run.
+    /// Write a new connector project, outside this repository, ready to build and run.
     ///
     /// Creates DIR/NAME (DIR is --path, by default the current directory) holding a
     /// Rust crate that depends on the ferry-guest SDK of the checkout this ferry was
     /// built from (by path; its README.md says how to depend on it by git), a
     /// src/lib.rs to start from (a source emits JSON records with a gap-free `seq`
     /// kept in its cursor; a sink writes every message it receives to its log and
-    /// acknowledges), and a ferry.toml that runs it against the local log. Refuses to
-    /// write into a directory that exists. With --lang python: the same connector as
-    /// an app.py using the checkout's guest-sdk/python/ferry_guest.py (named by path
-    /// in pyproject.toml's [tool.ferry] table), built with componentize-py.
+    /// acknowledges), and a ferry.toml that runs it against the local log. With
+    /// --lang python: the same connector as an app.py using the checkout's
+    /// guest-sdk/python/ferry_guest.py (named by path in pyproject.toml's [tool.ferry]
+    /// table), built with componentize-py. With --lang js: a package.json, source.js
+    /// or sink.js (importing the checkout's guest-sdk/js/ferry-guest.js by absolute
+    /// path) and a ferry.toml giving the JavaScript engine the memory it needs.
+    /// Refuses to write into a directory that exists.
     #[command(
         after_help = "Examples:\n  ferry new source my-source --path ~/src\n  cd ~/src/my-source && ferry build \
                       && ferry run ferry.toml"
@@ -157,15 +160,15 @@ enum Command {
         kind: new::Kind,
         /// The connector's name: the crate's name, the directory's and the key in ferry.toml.
         name: String,
-        /// The language (rust or python; js is not supported yet).
+        /// The language: rust, python or js.
         #[arg(long, value_enum, default_value = "rust")]
         lang: new::Lang,
         /// The directory to create the connector's directory in.
         #[arg(long, value_name = "DIR", default_value = ".")]
         path: PathBuf,
     },
-    /// Build the connector project at PATH (a Rust crate, or a Python project) into a
-    /// component and check it as `ferry run` would.
+    /// Build the connector project at PATH (a Rust crate, a Python or a JavaScript
+    /// project) into a component and check it as `ferry run` would.
     ///
     /// PATH is a directory with a Cargo.toml whose library is a `cdylib`, in any
     /// workspace or none. The component is written to PATH/target/components/<lib>.wasm
@@ -183,6 +186,14 @@ enum Command {
     /// built with componentize-py 0.25.1 (on PATH, or where Ferry's
     /// scripts/setup-python-guest installs it) against this checkout's wit/, into
     /// PATH/target/components/<project name, - as _>.wasm.
+    ///
+    /// A directory with a package.json (and no Cargo.toml) is a JavaScript connector:
+    /// its `main` module, a source or a sink as `"ferry": {"kind": ...}` says, is
+    /// bundled with rolldown into PATH/target/js/<name>.js and compiled with
+    /// componentize-js 0.23.0 into PATH/target/components/<name>.wasm (`-` in the
+    /// package's name becomes `_`). Both tools are the ones Ferry's
+    /// scripts/setup-js-guest installs (in ~/.local/share/ferry/js-guest/), else
+    /// found on PATH.
     ///
     /// Then prints whether the component is a source or a sink that ferry can run
     /// (what `ferry inspect` says), and exits 1 if it is neither.

@@ -4,6 +4,7 @@
 //! directory, never overwriting anything); each language's files are templates in
 //! `new/<lang>/`, chosen by `new/<lang>.rs`.
 
+mod js;
 mod python;
 mod rust;
 
@@ -63,7 +64,7 @@ impl Names<'_> {
 /// One file of a new project: its path inside the project, and its text.
 type File = (&'static str, String);
 
-/// A language's files for a new project.
+/// A language's files for a new project (`new/<lang>.rs`).
 type Files = fn(Kind, &Names) -> Vec<File>;
 
 pub fn new(kind: Kind, name: &str, lang: Lang, parent: &Path) -> Result<ExitCode> {
@@ -75,11 +76,7 @@ pub fn new(kind: Kind, name: &str, lang: Lang, parent: &Path) -> Result<ExitCode
     let (sdk, files): (&str, Files) = match lang {
         Lang::Rust => ("", rust::files),
         Lang::Python => ("python", python::files),
-        Lang::Js => {
-            bail!(
-                "--lang {lang:?}: not supported yet; `ferry new` writes Rust and Python connectors (--lang rust|python)"
-            )
-        }
+        Lang::Js => ("js", js::files),
     };
     let names = Names { name, kind, guest_sdk: guest_sdk(sdk)? };
     let files = files(kind, &names);
@@ -165,13 +162,5 @@ mod tests {
                 assert!(!text.contains("{{"), "{file} has an unfilled placeholder:\n{text}");
             }
         }
-    }
-
-    #[test]
-    fn other_languages_are_refused_for_now() {
-        let parent = tempfile::tempdir().unwrap();
-        let error = new(Kind::Source, "js", Lang::Js, parent.path()).unwrap_err().to_string();
-        assert!(error.contains("not supported yet"), "{error}");
-        assert!(!parent.path().join("js").exists());
     }
 }

@@ -1,0 +1,48 @@
+//! The files of a new JavaScript connector: a `package.json` that `ferry build` reads
+//! (which module, source or sink), the module, and a ferry.toml that gives it the
+//! memory a JavaScript engine needs. The module imports the ferry-guest helper of
+//! this checkout by absolute path, as a Rust crate depends on its SDK by path: the
+//! helper stays one file, and `ferry build` bundles it in.
+
+use super::{File, Kind, Names};
+
+/// The `limits.memory` a new project's ferry.toml gives its connector: the
+/// JavaScript engine's heap (see the README, "JavaScript").
+const JS_MEMORY: &str = "128MiB";
+
+pub(super) fn files(kind: Kind, names: &Names) -> Vec<File> {
+    let (module, module_js, ferry_toml) = match kind {
+        Kind::Source => ("source.js", include_str!("js/source.js.in"), include_str!("js/source.toml.in")),
+        Kind::Sink => ("sink.js", include_str!("js/sink.js.in"), include_str!("js/sink.toml.in")),
+    };
+    vec![
+        ("package.json", names.fill(include_str!("js/package.json.in"))),
+        (module, names.fill(module_js)),
+        ("ferry.toml", names.fill(ferry_toml).replace("{{js_memory}}", JS_MEMORY)),
+        ("README.md", names.fill(include_str!("js/README.md.in")).replace("{{js_memory}}", JS_MEMORY)),
+        (".gitignore", "/target\n/data\n".to_string()),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_package_names_its_module_and_kind_and_the_module_imports_this_checkouts_helper() {
+        let names = Names { name: "my-source", kind: Kind::Source, guest_sdk: "/x/guest-sdk/js".to_string() };
+        let files = files(Kind::Source, &names);
+        let text = |path: &str| files.iter().find(|(p, _)| *p == path).unwrap().1.clone();
+        let package: serde_json::Value = serde_json::from_str(&text("package.json")).unwrap();
+        assert_eq!(package["main"], "source.js");
+        assert_eq!(package["ferry"]["kind"], "source");
+        assert!(text("source.js").contains("from \"/x/guest-sdk/js/ferry-guest.js\""));
+        assert!(text("ferry.toml").contains(&format!("memory = \"{JS_MEMORY}\"")));
+        assert!(text("ferry.toml").contains("path = \"target/components/my_source.wasm\""));
+        for kind in [Kind::Source, Kind::Sink] {
+            for (path, text) in super::files(kind, &names) {
+                assert!(!text.contains("{{"), "{path} has an unfilled placeholder:\n{text}");
+            }
+        }
+    }
+}
