@@ -191,7 +191,13 @@ async fn a_guest_eating_memory_is_stopped_at_its_memory_limit() {
     let h = Harness::new();
     let mut eater = offender(&h, "eater", "allocate", json!({}));
     eater.sandbox.limits.memory = ByteSize::mib(16);
-    let (running, _episode) = contain(&h, eater).await;
+    let (running, episode) = contain(&h, eater).await;
+    let trap = the_trap(&episode);
+    assert!(
+        trap.starts_with("the guest trapped in `poll`: out of memory (the guest asked for ")
+            && trap.contains("refused: limits.memory is 16 MiB; raise the connector's limits.memory)"),
+        "the trap names the limit to raise: {trap}"
+    );
     let refused = capture()
         .of("eater")
         .into_iter()

@@ -89,17 +89,27 @@ impl GuestStore {
     /// call may take; run it with [`within`], then [`GuestStore::end_call`].
     pub(super) fn begin_call(&mut self, call: &'static str) -> Result<Duration, CallError> {
         self.store.data_mut().clock.start();
+        self.store.data_mut().limiter.take_refused();
         if let Some(fuel) = self.fuel_per_call {
             self.store.set_fuel(fuel).map_err(|error| CallError::Trapped { call, error })?;
         }
         Ok(self.store.data().clock.timeout())
     }
 
-    /// The call ended: count the fuel it burnt.
-    pub(super) fn end_call(&mut self) {
+    /// The call ended with `result`: count the fuel it burnt, and if it trapped after
+    /// a limit refused it memory (or table elements), say so first, with the limit to
+    /// raise: the trap itself (an allocation failure, `unreachable`) does not.
+    pub(super) fn end_call<R>(&mut self, result: Result<R, CallError>) -> Result<R, CallError> {
         if let Some(budget) = self.fuel_per_call {
             let left = self.store.get_fuel().unwrap_or(0);
             self.fuel_consumed.fetch_add(budget.saturating_sub(left), Ordering::Relaxed);
+        }
+        let refused = self.store.data_mut().limiter.take_refused();
+        match (result, refused) {
+            (Err(CallError::Trapped { call, error }), Some(refused)) => {
+                Err(CallError::Trapped { call, error: error.context(refused) })
+            }
+            (result, _) => result,
         }
     }
 }

@@ -44,11 +44,26 @@ pub struct MemoryLimiter {
     /// Where `memory_in_use` is published.
     memory_gauge: Arc<AtomicU64>,
     table_elements_in_use: usize,
+    /// What was refused since the last call began, if anything: the likely cause of a
+    /// trap in that call (a guest whose allocation fails usually traps), named in its
+    /// error with the limit to raise.
+    refused: Option<String>,
 }
 
 impl MemoryLimiter {
     pub fn new(limits: &Limits, memory_gauge: Arc<AtomicU64>) -> Self {
-        MemoryLimiter { limits: limits.clone(), memory_in_use: 0, memory_gauge, table_elements_in_use: 0 }
+        MemoryLimiter {
+            limits: limits.clone(),
+            memory_in_use: 0,
+            memory_gauge,
+            table_elements_in_use: 0,
+            refused: None,
+        }
+    }
+
+    /// What was refused since the last call to this (see [`MemoryLimiter::refused`]).
+    pub fn take_refused(&mut self) -> Option<String> {
+        self.refused.take()
     }
 }
 
@@ -64,13 +79,14 @@ impl ResourceLimiter for MemoryLimiter {
         let cap = self.limits.memory.as_usize();
         let after = self.memory_in_use.saturating_add(desired.saturating_sub(current));
         if after > cap {
-            tracing::warn!(
-                target: "ferry::limits",
+            let refused = format!(
                 "the guest asked for {} more bytes of memory with {} in use; refused: limits.memory is {}",
                 desired - current,
                 self.memory_in_use,
                 self.limits.memory,
             );
+            tracing::warn!(target: "ferry::limits", "{refused}");
+            self.refused = Some(format!("out of memory ({refused}; raise the connector's limits.memory)"));
             return Ok(false);
         }
         self.memory_in_use = after;
@@ -82,11 +98,13 @@ impl ResourceLimiter for MemoryLimiter {
         let cap = usize::try_from(self.limits.table_elements).unwrap_or(usize::MAX);
         let after = self.table_elements_in_use.saturating_add(desired.saturating_sub(current));
         if after > cap {
-            tracing::warn!(
-                target: "ferry::limits",
+            let refused = format!(
                 "the guest asked for {} more table elements; refused: limits.table_elements is {cap}",
                 desired - current,
             );
+            tracing::warn!(target: "ferry::limits", "{refused}");
+            self.refused =
+                Some(format!("out of table elements ({refused}; raise the connector's limits.table_elements)"));
             return Ok(false);
         }
         self.table_elements_in_use = after;

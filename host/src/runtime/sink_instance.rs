@@ -19,7 +19,7 @@ impl SinkInstance {
         let timeout = self.guest.begin_call("open")?;
         let sink = self.exports.iggy_connector_sink();
         let result = within(timeout, "open", sink.call_open(self.guest.store(), config)).await;
-        self.guest.end_call();
+        let result = self.guest.end_call(result);
         result?.map_err(|e| failed("open", e))
     }
 
@@ -27,15 +27,13 @@ impl SinkInstance {
         let timeout = self.guest.begin_call("write")?;
         let sink = self.exports.iggy_connector_sink();
         let result = within(timeout, "write", sink.call_write(self.guest.store(), batch)).await;
-        self.guest.end_call();
-        result
+        self.guest.end_call(result)
     }
 
     pub async fn close(&mut self) -> Result<(), CallError> {
         let timeout = self.guest.begin_call("close")?;
         let sink = self.exports.iggy_connector_sink();
         let outcome = within(timeout, "close", sink.call_close(self.guest.store())).await;
-        self.guest.end_call();
-        outcome
+        self.guest.end_call(outcome)
     }
 }

@@ -19,7 +19,7 @@ impl SourceInstance {
         let timeout = self.guest.begin_call("open")?;
         let source = self.exports.iggy_connector_source();
         let result = within(timeout, "open", source.call_open(self.guest.store(), config, committed_state)).await;
-        self.guest.end_call();
+        let result = self.guest.end_call(result);
         result?.map_err(|e| failed("open", e))
     }
 
@@ -27,7 +27,7 @@ impl SourceInstance {
         let timeout = self.guest.begin_call("poll")?;
         let source = self.exports.iggy_connector_source();
         let result = within(timeout, "poll", source.call_poll(self.guest.store())).await;
-        self.guest.end_call();
+        let result = self.guest.end_call(result);
         result?.map_err(|e| failed("poll", e))
     }
 
@@ -36,15 +36,13 @@ impl SourceInstance {
         let source = self.exports.iggy_connector_source();
         let call = source.call_on_batch_result(self.guest.store(), id, result);
         let outcome = within(timeout, "on-batch-result", call).await;
-        self.guest.end_call();
-        outcome
+        self.guest.end_call(outcome)
     }
 
     pub async fn close(&mut self) -> Result<(), CallError> {
         let timeout = self.guest.begin_call("close")?;
         let source = self.exports.iggy_connector_source();
         let outcome = within(timeout, "close", source.call_close(self.guest.store())).await;
-        self.guest.end_call();
-        outcome
+        self.guest.end_call(outcome)
     }
 }
