@@ -135,19 +135,7 @@ fn kill_9_at_random_moments_loses_nothing_from_a_python_source() {
     let mut progress = Vec::new();
     for round in 0..rounds {
         Ferry::start(&config, &[]).kill_9_at_a_random_moment(&mut rng, &["key=crashy", "running"]);
-        // Every seq below the committed cursor is in the log: it never ran ahead.
-        let committed = match site.states().read("crashy") {
-            Ok(Some(committed)) => next_seq(&committed.state),
-            Ok(None) => 0,
-            Err(e) => panic!("round {round}: the state is unreadable after kill -9: {e}"),
-        };
-        let records = if LocalLog::topic_file(&site.log_dir(), "demo", "crashy").exists() {
-            LocalLog::read_all(&site.log_dir(), "demo", "crashy").unwrap_or_else(|e| panic!("round {round}: {e}"))
-        } else {
-            Vec::new()
-        };
-        let below: Vec<u64> = seqs(&records).into_iter().filter(|s| *s < committed).collect();
-        assert_complete(&below, committed);
+        let committed = crate::crash::check_invariant(&site, "crashy", round);
         progress.push(committed);
     }
     eprintln!("committed cursor after each kill: {progress:?}");
