@@ -82,7 +82,7 @@ use ferry::local_log::{LocalLog, LocalLogInput, TopicReader};
 use ferry::runtime::{Runtime, Sandbox, SinkComponent, SinkWorld, SourceComponent};
 use ferry::sink::{Input, SinkConnector, SinkSettings};
 use ferry::source::SourceConnector;
-use ferry::state::{ConnectorStateFile, CursorStore, StateDir};
+use ferry::state::{ConnectorState, CursorStore, StateDir};
 use ferry_tests::bench::{self, Measured, Rounds, compare, time_sink, time_source};
 use ferry_tests::components::{POSTGRES_SINK, POSTGRES_SOURCE};
 use ferry_tests::harness::{quick_settings, quick_sink_settings};
@@ -277,7 +277,7 @@ impl Bench {
     }
 
     /// The state file of run `name`.
-    fn state(&self, name: &str) -> ConnectorStateFile {
+    fn state(&self, name: &str) -> ConnectorState {
         StateDir::new(self.dir(name).join("state")).open(name).expect("a state file")
     }
 
@@ -531,7 +531,7 @@ async fn native_source(
     client: tokio_postgres::Client,
     sender: Sender,
     name: String,
-    state: ConnectorStateFile,
+    state: ConnectorState,
     batch: u64,
 ) -> Duration {
     let first = format!(r#"SELECT * FROM "{TABLE}" WHERE "id" IS NOT NULL ORDER BY "id" LIMIT {batch}"#);
@@ -659,7 +659,7 @@ impl<'a> SinkRow<'a> {
 async fn native_log_sink(
     mut writer: SinkWriter,
     reader: TopicReader,
-    state: ConnectorStateFile,
+    state: ConnectorState,
     topic: String,
     batch: u64,
     messages: u64,

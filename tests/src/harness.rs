@@ -17,7 +17,7 @@ use ferry::runtime::{EngineOptions, Runtime, Sandbox, SinkComponent, SinkWorld, 
 use ferry::shutdown::{self, ShutdownTrigger};
 use ferry::sink::{DeadLetters, SinkConnector, SinkSettings};
 use ferry::source::{SourceConnector, SourceSettings};
-use ferry::state::{ConnectorStateFile, CursorStore, StateDir};
+use ferry::state::{ConnectorState, CursorStore, StateDir};
 use ferry::status::{Event, StatusBoard};
 use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
@@ -97,7 +97,7 @@ impl Harness {
     }
 
     /// The state file of `key`, held by this process.
-    pub fn cursor(&self, key: &str) -> Arc<ConnectorStateFile> {
+    pub fn cursor(&self, key: &str) -> Arc<ConnectorState> {
         Arc::new(self.states.open(key).unwrap_or_else(|e| panic!("{e}")))
     }
 

@@ -103,16 +103,16 @@ pub fn reset(path: &Path, key: &str, yes: bool) -> Result<ExitCode> {
         println!("this would forget it, and `{key}` would start from scratch; run again with --yes to do it");
         return Ok(ExitCode::FAILURE);
     }
-    let moved = match states.reset(key) {
-        Ok(moved) => moved,
+    let kept = match states.reset(key) {
+        Ok(kept) => kept,
         Err(e) => bail!("cannot reset `{key}`: {e}"),
     };
-    if moved.is_empty() {
+    if kept.is_empty() {
         println!("{key}: had no state; nothing to do");
     } else {
         println!("{key}: reset (was: {current})");
-        for file in moved {
-            println!("  old state kept as {}", file.display());
+        for place in kept {
+            println!("  old state kept {place}");
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -111,16 +111,14 @@ impl Host {
                 }
             }
         }
-        let moved = reset.map_err(|problem| {
+        let kept = reset.map_err(|problem| {
             Refusal::new(RefusalKind::Conflict, format!("cannot reset the state of `{key}`: {problem}"))
         })?;
-        let kept: Vec<String> = moved.iter().map(|path| path.display().to_string()).collect();
         Ok(match kept.is_empty() {
             true => "had no state; it starts from scratch when started".to_string(),
-            false => format!(
-                "state reset; it starts from scratch when started; the old state is kept as {}",
-                kept.join(", ")
-            ),
+            false => {
+                format!("state reset; it starts from scratch when started; the old state is kept {}", kept.join(", "))
+            }
         })
     }
 

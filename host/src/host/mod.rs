@@ -57,6 +57,9 @@ pub enum SetupError {
     Compile { key: String, problem: Arc<LoadError> },
     #[error("connector `{key}`: {problem}")]
     State { key: String, problem: StateError },
+    /// The states taken could not be put on disk (see `Wiring::sync_states`).
+    #[error("cannot sync the state directory {}: {problem}", dir.display())]
+    StateSync { dir: std::path::PathBuf, problem: StateError },
     #[error("connector `{key}`: {problem}")]
     Log { key: String, problem: crate::local_log::LogCheckError },
     #[error("cannot start the WebAssembly runtime: {0}")]

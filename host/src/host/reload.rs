@@ -47,6 +47,7 @@ impl Host {
         let enabled: Vec<_> = config.connectors().filter(|c| c.enabled()).collect();
         let mut plan = Reloaded::default();
         let mut starting: Vec<Checked> = Vec::new();
+        reloadable.wiring.begin_pass();
         for connector in enabled.iter().copied() {
             let checked = reloadable.wiring.check(&config, connector).map_err(|e| refused(e.to_string()))?;
             let key = checked.key.to_string();
@@ -98,7 +99,10 @@ impl Host {
                 // Its old self lets go of its state before the new one takes it.
                 slot.wired = None;
             }
-            match reloadable.wiring.wire(&config, checked) {
+            match reloadable.wiring.wire(&config, checked).and_then(|wired| {
+                reloadable.wiring.sync_states()?;
+                Ok(wired)
+            }) {
                 Ok(wired) => {
                     if !self.fleet.put(wired, Some(fingerprint)).paused {
                         self.fleet.start(&key);

@@ -23,7 +23,7 @@ use crate::runtime::{
 };
 use crate::sink::{DeadLetters, Input, SinkConnector, SinkSettings};
 use crate::source::{SourceConnector, SourceSettings};
-use crate::state::{ConnectorStateFile, CursorStore, Durability, StateDir};
+use crate::state::{ConnectorState, CursorStore, Durability, StateDir};
 use crate::status;
 
 impl Host {
@@ -52,6 +52,7 @@ impl Host {
             let wired = wiring.wire(config, checked)?;
             host.fleet.add(wired, Some(fingerprint));
         }
+        wiring.sync_states()?;
         host.reloadable = Some(Reloadable { config: Arc::new(config.clone()), wiring });
         Ok(host)
     }
@@ -150,10 +151,21 @@ pub(super) struct Wiring {
     tenant_iggy: HashMap<String, Arc<IggyTarget>>,
     local_log: Arc<LocalLog>,
     state_dirs: HashMap<PathBuf, StateDir>,
-    /// Components by file, with the digest of what was compiled: connectors sharing
-    /// one share its compile, and a file whose content changed is compiled again.
-    sources: HashMap<PathBuf, (Digest, PendingComponent<SourceWorld>)>,
-    sinks: HashMap<PathBuf, (Digest, PendingComponent<SinkWorld>)>,
+    /// Components by file, with the digest of what was compiled and the pass that
+    /// last checked it: connectors sharing one share its compile, and a file whose
+    /// content changed is compiled again.
+    sources: HashMap<PathBuf, Known<SourceWorld>>,
+    sinks: HashMap<PathBuf, Known<SinkWorld>>,
+    /// Which reading of the config this is (see [`Wiring::begin_pass`]).
+    pass: u64,
+}
+
+/// A component file as the wiring knows it.
+struct Known<W: World> {
+    digest: Digest,
+    component: PendingComponent<W>,
+    /// The pass that last read and checked the file.
+    checked_in: u64,
 }
 
 impl Wiring {
@@ -186,7 +198,15 @@ impl Wiring {
             state_dirs: HashMap::new(),
             sources: HashMap::new(),
             sinks: HashMap::new(),
+            pass: 0,
         })
+    }
+
+    /// Start another reading of the config (a reload): component files are read and
+    /// checked again, once each however many connectors share one, since they may
+    /// have changed since the last reading.
+    pub fn begin_pass(&mut self) {
+        self.pass += 1;
     }
 
     /// Check `connector` of `config` without touching its state: its component
@@ -239,19 +259,26 @@ impl Wiring {
         connector: &dyn ConnectorConfig,
     ) -> Result<(Digest, PendingComponent<W>), SetupError> {
         let path = connector.path().to_path_buf();
+        let pass = self.pass;
+        if let Some(known) = W::compiled(self).get(&path)
+            && known.checked_in == pass
+        {
+            return Ok((known.digest, known.component.clone()));
+        }
         let max = config.runtime.max_component_bytes.bytes();
         let key = connector.key().to_string();
         let checked = self.runtime.check::<W>(&path, max).map_err(|problem| SetupError::Component { key, problem })?;
         let digest = checked.digest();
-        if let Some((compiled_digest, component)) = W::compiled(self).get(&path)
-            && *compiled_digest == digest
+        if let Some(known) = W::compiled(self).get_mut(&path)
+            && known.digest == digest
         {
-            return Ok((digest, component.clone()));
+            known.checked_in = pass;
+            return Ok((digest, known.component.clone()));
         }
         let span = status::connector_span(connector.key(), connector.tenant());
         let compiling = compile_in_background(self.runtime.clone(), checked).instrument(span);
         let component = PendingComponent::spawn(path.clone(), compiling);
-        W::compiled(self).insert(path, (digest, component.clone()));
+        W::compiled(self).insert(path, Known { digest, component: component.clone(), checked_in: pass });
         Ok((digest, component))
     }
 
@@ -272,16 +299,16 @@ impl Wiring {
 
     /// `wired` again, with its state moved aside first (see [`StateDir::reset`]): the
     /// same component and settings, starting from scratch. Its state is given up
-    /// before it is reset (the reset needs the lock), then taken again; the paths of
-    /// the old files are returned.
+    /// before it is reset (the reset needs the lock), then taken again; where the old
+    /// state is kept is returned.
     pub fn reset_state(
         &mut self,
         config: &Config,
         wired: Wired,
-    ) -> (Result<Vec<PathBuf>, String>, Result<Wired, SetupError>) {
+    ) -> (Result<Vec<String>, String>, Result<Wired, SetupError>) {
         let key = wired.key().clone();
         let connector = config.connector(&key).expect("a connector the host runs is in its config");
-        let states = StateDir::new(config.state_dir_of(connector));
+        let states = self.states_of(config, connector).clone();
         match wired {
             Wired::Source(source, name) => {
                 let SourceConnector {
@@ -332,7 +359,7 @@ impl Wiring {
         }
     }
 
-    fn source(&self, source: &SourceConfig, parts: Parts<SourceWorld>, cursor: ConnectorStateFile) -> SourceConnector {
+    fn source(&self, source: &SourceConfig, parts: Parts<SourceWorld>, cursor: ConnectorState) -> SourceConnector {
         let Parts { component, plugin_config, postgres } = parts;
         SourceConnector {
             key: source.key.as_str().into(),
@@ -349,7 +376,7 @@ impl Wiring {
 
     /// A source's cursor: its state file, and into the local log the cursors the log
     /// keeps beside the batches too (see [`LoggedCursor`]).
-    fn cursor_of(&self, source: &SourceConfig, file: ConnectorStateFile) -> Arc<dyn CursorStore> {
+    fn cursor_of(&self, source: &SourceConfig, file: ConnectorState) -> Arc<dyn CursorStore> {
         if self.iggy_of(source).is_some() {
             return Arc::new(file);
         }
@@ -369,7 +396,7 @@ impl Wiring {
         config: &Config,
         sink: &SinkConfig,
         parts: Parts<SinkWorld>,
-        state: ConnectorStateFile,
+        state: ConnectorState,
     ) -> SinkConnector {
         let Parts { component, plugin_config, postgres } = parts;
         SinkConnector {
@@ -388,24 +415,37 @@ impl Wiring {
     }
 
     /// The connector's state, taken for this process and checked against the local log.
-    fn state_of(&mut self, config: &Config, connector: &dyn ConnectorConfig) -> Result<ConnectorStateFile, SetupError> {
+    fn state_of(&mut self, config: &Config, connector: &dyn ConnectorConfig) -> Result<ConnectorState, SetupError> {
         let key = connector.key();
-        let state_dir = config.state_dir_of(connector);
-        let durability = config.state.durability();
         let own_durability = match self.keeps_cursor_in_log(connector) {
             true => Durability::Interval(config.state.sync_interval),
-            false => durability,
+            false => config.state.durability(),
         };
-        let states = self
-            .state_dirs
-            .entry(state_dir.clone())
-            .or_insert_with(|| StateDir::new(&state_dir).with_durability(durability));
-        let state = states
+        let state = self
+            .states_of(config, connector)
             .open_with(key, own_durability)
             .map_err(|problem| SetupError::State { key: key.to_string(), problem })?;
-        LocalLog::verify_cursor(config, key, &state)
+        self.local_log
+            .verify_cursor(config, key, &state)
             .map_err(|problem| SetupError::Log { key: key.to_string(), problem })?;
         Ok(state)
+    }
+
+    /// The state directory of `connector`, one value per directory so that its
+    /// connectors share one writer of its cursor database.
+    fn states_of(&mut self, config: &Config, connector: &dyn ConnectorConfig) -> &StateDir {
+        let dir = config.state_dir_of(connector);
+        let durability = config.state.durability();
+        self.state_dirs.entry(dir.clone()).or_insert_with(|| StateDir::new(&dir).with_durability(durability))
+    }
+
+    /// Put on disk what taking states committed without an fsync (new lineages): one
+    /// fsync per state directory, before any connector taken starts.
+    pub fn sync_states(&self) -> Result<(), SetupError> {
+        for states in self.state_dirs.values() {
+            states.sync().map_err(|problem| SetupError::StateSync { dir: states.path().to_path_buf(), problem })?;
+        }
+        Ok(())
     }
 
     /// The Iggy server as `connector` reaches it: with its tenant's own credentials,
@@ -430,7 +470,7 @@ impl Wiring {
 
     /// What `sink` reads its topics from: Iggy (alone, or in its consumer group), or
     /// the local log with its positions in `state`.
-    fn input_of(&self, config: &Config, sink: &SinkConfig, state: ConnectorStateFile) -> Arc<dyn Input> {
+    fn input_of(&self, config: &Config, sink: &SinkConfig, state: ConnectorState) -> Arc<dyn Input> {
         let topics = sink.topics().map(|(stream, topic)| (stream.to_string(), topic.to_string())).collect();
         match self.iggy_of(sink) {
             Some(iggy) => {
@@ -447,17 +487,17 @@ impl Wiring {
 
 /// A world whose compiled components the wiring keeps, one map per world.
 trait Compiled: World + Sized {
-    fn compiled(wiring: &mut Wiring) -> &mut HashMap<PathBuf, (Digest, PendingComponent<Self>)>;
+    fn compiled(wiring: &mut Wiring) -> &mut HashMap<PathBuf, Known<Self>>;
 }
 
 impl Compiled for SourceWorld {
-    fn compiled(wiring: &mut Wiring) -> &mut HashMap<PathBuf, (Digest, PendingComponent<Self>)> {
+    fn compiled(wiring: &mut Wiring) -> &mut HashMap<PathBuf, Known<Self>> {
         &mut wiring.sources
     }
 }
 
 impl Compiled for SinkWorld {
-    fn compiled(wiring: &mut Wiring) -> &mut HashMap<PathBuf, (Digest, PendingComponent<Self>)> {
+    fn compiled(wiring: &mut Wiring) -> &mut HashMap<PathBuf, Known<Self>> {
         &mut wiring.sinks
     }
 }

@@ -34,7 +34,7 @@ use rusqlite::{OptionalExtension, Transaction, params};
 use super::LocalLog;
 use crate::delivery::{LogMark, Receipt, StagedCursor};
 use crate::sqlite::StoreError;
-use crate::state::{Committed, ConnectorStateFile, CursorStore, StateError};
+use crate::state::{Committed, ConnectorState, CursorStore, StateError};
 
 /// The table, created with the topic (format version 2) or added to a version 1
 /// topic. A macro, so that the topic's schema can `concat!` it.
@@ -101,7 +101,7 @@ fn read(connection: &rusqlite::Connection, connector: &str) -> rusqlite::Result<
 /// documentation).
 #[derive(Clone)]
 pub struct LoggedCursor {
-    file: ConnectorStateFile,
+    file: ConnectorState,
     key: String,
     /// The log, whose open topics (checked once, when first opened) are read again at
     /// each start of the connector rather than opened and checked anew.
@@ -111,7 +111,7 @@ pub struct LoggedCursor {
 }
 
 impl LoggedCursor {
-    pub fn new(file: ConnectorStateFile, key: &str, log: &Arc<LocalLog>, topics: Vec<(String, String)>) -> Self {
+    pub fn new(file: ConnectorState, key: &str, log: &Arc<LocalLog>, topics: Vec<(String, String)>) -> Self {
         LoggedCursor { file, key: key.to_string(), log: log.clone(), topics }
     }
 

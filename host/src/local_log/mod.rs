@@ -80,7 +80,7 @@ impl LocalLog {
     }
 
     /// The open database of `stream`, opened (or created) on first use and kept.
-    fn topic(&self, stream: &str, topic: &str) -> Result<Arc<Mutex<Database>>, StoreError> {
+    pub(super) fn topic(&self, stream: &str, topic: &str) -> Result<Arc<Mutex<Database>>, StoreError> {
         let mut topics = self.topics.lock().unwrap_or_else(|e| e.into_inner());
         let name = (stream.to_string(), topic.to_string());
         if let Some(database) = topics.get(&name) {

@@ -16,12 +16,11 @@ use std::ops::RangeInclusive;
 use std::path::Path;
 
 use super::LocalLog;
-use super::read::open_topic;
 use crate::config::Config;
 use crate::contract::Role;
 use crate::delivery::LogMark;
 use crate::sqlite::StoreError;
-use crate::state::{Committed, ConnectorStateFile, StateError};
+use crate::state::{Committed, ConnectorState, StateError};
 
 /// How many missing ranges of one topic an error lists.
 const RANGES_LISTED: usize = 5;
@@ -44,24 +43,25 @@ impl LocalLog {
     /// Check that the local log of `config` holds everything connector `key`'s
     /// committed cursor says was delivered to it. Nothing to check when the config
     /// delivers to Iggy.
-    pub fn verify_cursor(config: &Config, key: &str, cursor: &ConnectorStateFile) -> Result<(), LogCheckError> {
+    /// Each topic is opened (and checked) once, and kept for appending.
+    pub fn verify_cursor(&self, config: &Config, key: &str, cursor: &ConnectorState) -> Result<(), LogCheckError> {
         if config.iggy.is_some() {
             return Ok(());
         }
         match cursor.committed().map_err(LogCheckError::State)? {
             Some(committed) => {
                 let role = config.connector(key).map_or(Role::Source, |c| c.role());
-                verify_receipt(&config.local_log.path, &config.file, key, role, &committed)
+                verify_receipt(self, &config.file, key, role, &committed)
             }
             None => Ok(()),
         }
     }
 }
 
-/// Check every mark of `committed`'s receipt against the log under `dir`;
+/// Check every mark of `committed`'s receipt against `log`;
 /// `config_file`, `key` and its `role` are for the words and the advice of the error.
 pub fn verify_receipt(
-    dir: &Path,
+    log: &LocalLog,
     config_file: &Path,
     key: &str,
     role: Role,
@@ -80,7 +80,7 @@ pub fn verify_receipt(
     };
     let mut problems = Vec::new();
     for mark in &committed.receipt.marks {
-        if let Some(shortfall) = shortfall(dir, mark).map_err(LogCheckError::Unreadable)? {
+        if let Some(shortfall) = shortfall(log, mark).map_err(LogCheckError::Unreadable)? {
             problems.push(format!(
                 "the local log {}/{} {}, but its committed {state} (generation {}) {says} offsets up to {} were \
                  {did}: {} (the log was damaged, truncated or deleted)",
@@ -113,16 +113,17 @@ struct Shortfall {
 }
 
 /// The offsets below `mark` that the log does not hold, if any.
-fn shortfall(dir: &Path, mark: &LogMark) -> Result<Option<Shortfall>, StoreError> {
+fn shortfall(log: &LocalLog, mark: &LogMark) -> Result<Option<Shortfall>, StoreError> {
     if mark.end == 0 {
         return Ok(None);
     }
-    let path = LocalLog::topic_file(dir, &mark.stream, &mark.topic);
+    let path = LocalLog::topic_file(log.dir(), &mark.stream, &mark.topic);
     if matches!(std::fs::symlink_metadata(&path), Err(e) if e.kind() == std::io::ErrorKind::NotFound) {
         let log = format!("does not exist ({})", path.display());
         return Ok(Some(Shortfall { log, missing: vec![0..=mark.end - 1] }));
     }
-    let database = open_topic(dir, &mark.stream, &mark.topic)?;
+    let database = log.topic(&mark.stream, &mark.topic)?;
+    let database = database.lock().unwrap_or_else(|e| e.into_inner());
     let fail = |e: rusqlite::Error| database.error("cannot read the local log topic", e);
     let connection = database.connection();
     let (end, held): (u64, u64) = connection
@@ -202,7 +203,7 @@ mod tests {
     }
 
     fn verify(dir: &Path, marks: &[(&str, &str, u64)]) -> Result<(), LogCheckError> {
-        verify_receipt(dir, Path::new("ferry.toml"), "random", Role::Source, &committed(marks))
+        verify_receipt(&LocalLog::new(dir), Path::new("ferry.toml"), "random", Role::Source, &committed(marks))
     }
 
     #[test]
@@ -232,10 +233,15 @@ mod tests {
     #[test]
     fn a_sinks_positions_past_the_log_are_named_in_a_sinks_words() {
         let dir = log_with(0..10);
-        let error =
-            verify_receipt(dir.path(), Path::new("ferry.toml"), "archive", Role::Sink, &committed(&[("s", "t", 20)]))
-                .unwrap_err()
-                .to_string();
+        let error = verify_receipt(
+            &LocalLog::new(dir.path()),
+            Path::new("ferry.toml"),
+            "archive",
+            Role::Sink,
+            &committed(&[("s", "t", 20)]),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(
             error.starts_with(
                 "the local log s/t ends at offset 10, but its committed positions (generation 52) say offsets up to \

@@ -60,6 +60,14 @@ fn compiling_config(fuel: bool) -> Config {
     config.cranelift_opt_level(OptLevel::Speed);
     config.epoch_interruption(true);
     config.consume_fuel(fuel);
+    // Fewer memory mappings per instance, so that ten thousand connectors stay under
+    // the kernel's limit of mappings per process (`vm.max_map_count`, 65530 by
+    // default): no guard region before each linear memory (the one after it is
+    // what bounds checks rely on), and the initial memory copied in rather than
+    // mapped copy-on-write from an image (a mapping of its own, for the few pages a
+    // connector's data segments hold).
+    config.guard_before_linear_memory(false);
+    config.memory_init_cow(false);
     config
 }
 

@@ -1,21 +1,25 @@
 //! Committed cursors: where each source is, saved only after its batch was delivered.
 //!
 //! The source loop sees a connector's store through [`CursorStore`]; the one `ferry`
-//! uses is [`StateDir`], a directory with one database file per connector. One file
-//! per connector means one corrupt file stops one connector, and a tenant's state
-//! can live apart from another's.
+//! uses is [`StateDir`], a directory whose cursor database holds the cursors of its
+//! connectors, written by one thread that commits what arrives together in one
+//! transaction. A tenant's state lives apart from another's, in a directory of its
+//! own; a damaged cursor stops its connector alone (each row has its checksum).
 //!
 //! With each cursor the store keeps the receipt of the delivery it followed: where
 //! that batch left each log. It is the cursor's claim about the log ("everything up
 //! to here was delivered"), checked against the log before the connector starts.
 
-mod file;
+mod committer;
+mod database;
+mod dir;
+mod legacy;
 
 use async_trait::async_trait;
 
 use crate::delivery::Receipt;
 
-pub use file::{ConnectorStateFile, Durability, StateDir};
+pub use dir::{ConnectorState, Durability, StateDir};
 
 /// A committed cursor.
 #[derive(Debug, Clone, PartialEq, Eq)]
