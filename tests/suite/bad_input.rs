@@ -141,7 +141,7 @@ fn a_corrupt_state_file_stops_the_start_and_is_left_as_it_was() {
 
     let log = run_fails(&config);
     assert!(log.contains("connector `random`") && log.contains("corrupt state"), "{log}");
-    assert!(log.contains("random.sqlite") && log.contains("checksum mismatch"), "{log}");
+    assert!(log.contains("cursors.db") && log.contains("checksum mismatch"), "{log}");
     assert_eq!(std::fs::read(&file).unwrap(), bytes, "a corrupt state file must not be rewritten or reset");
 
     let show = ferry(&["state", "show", config.to_str().unwrap(), "random"]);
@@ -189,7 +189,7 @@ fn state_reset_is_refused_while_the_connector_runs_and_keeps_the_old_state() {
     let reset = ferry(&["state", "reset", config_arg, "busy", "--yes"]);
     assert!(reset.status.success(), "{}", String::from_utf8_lossy(&reset.stderr));
     assert_eq!(site.states().read("busy").unwrap(), None);
-    assert!(String::from_utf8_lossy(&reset.stdout).contains("old state kept as"));
+    assert!(String::from_utf8_lossy(&reset.stdout).contains("old state kept in the `reset` table"));
 }
 
 #[test]

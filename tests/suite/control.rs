@@ -149,13 +149,15 @@ fn a_pause_settles_the_batch_and_stops_polling_until_resumed_and_a_reset_waits_f
     let before_reset = committed_seq(&site, "feed");
     let reset = request(&address, "DELETE", "/sources/feed/state", &[]).unwrap();
     assert_eq!(reset.status, 200, "{reset:?}");
-    assert!(reset.json()["message"].as_str().unwrap().contains("the old state is kept as"), "{reset:?}");
-    let kept: Vec<_> = std::fs::read_dir(site.path("state"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .filter(|name| name.starts_with("feed.sqlite.reset-"))
-        .collect();
-    assert!(!kept.is_empty(), "the old state is kept");
+    assert!(
+        reset.json()["message"].as_str().unwrap().contains("the old state is kept in the `reset` table"),
+        "{reset:?}"
+    );
+    let database = rusqlite::Connection::open(site.path("state/cursors.db")).unwrap();
+    let kept: Vec<u8> = database
+        .query_row("SELECT state FROM reset WHERE connector = 'feed'", [], |row| row.get(0))
+        .expect("the old state is kept");
+    assert_eq!(next_seq(&kept), before_reset, "what is kept is the cursor it had");
     assert_eq!(get(&address, "/sources/feed/state", &[]).unwrap().json()["committed"], Value::Null);
     let records = records_of(&site, "feed");
     assert_eq!(assert_complete(&records, before_reset), 0, "no gap, no duplicate through pause, resume, restart");

@@ -90,7 +90,7 @@ fn a_state_directory_ferry_cannot_create_files_in_is_an_io_error_not_corruption(
         return;
     };
     let log = run_fails(&config);
-    assert!(log.contains("connector `random`") && log.contains("random.sqlite"), "{log}");
+    assert!(log.contains("connector `random`") && log.contains("cursors.db"), "{log}");
     assert!(log.contains("cannot open the state database"), "{log}");
     assert!(log.contains("Operation not permitted") && log.contains("lsattr"), "the OS's reason: {log}");
     assert_not_called_corrupt(&log);

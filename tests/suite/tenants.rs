@@ -142,10 +142,8 @@ fn a_tenant_connectors_cursor_lives_in_its_tenants_namespace_and_state_show_find
     // at the top only. A file in both places would mean two cursors for one connector.
     let state = site.path("state");
     let acme = StateDir::new(state.join("tenants").join("acme"));
-    assert!(acme.file_of("acme-feed").exists(), "the tenant connector's cursor is under state/tenants/acme/");
-    assert!(!site.states().file_of("acme-feed").exists(), "and not at the top of the state directory");
-    assert!(site.states().file_of("plain").exists(), "a connector without tenant keeps its cursor at the top");
-    assert!(!acme.file_of("plain").exists(), "and not in a tenant's namespace");
+    assert_eq!(acme.keys().unwrap(), ["acme-feed"], "the tenant connector's cursor is under state/tenants/acme/");
+    assert_eq!(site.states().keys().unwrap(), ["plain"], "a connector without tenant keeps its cursor at the top");
     assert_eq!(next_seq(&acme.read("acme-feed").unwrap().expect("a cursor").state), 50);
     assert_eq!(next_seq(&site.states().read("plain").unwrap().expect("a cursor").state), 20);
     // The cursor agrees with what was delivered: every seq, once, in order.
@@ -181,38 +179,17 @@ fn state_reset_of_a_tenant_connector_moves_its_file_aside_in_the_tenants_namespa
     assert!(reset.status.success(), "{}{}", stdout(&reset), stderr(&reset));
     assert!(stdout(&reset).contains(r#"was: generation 10"#), "{}", stdout(&reset));
     assert_eq!(acme.read("acme-feed").unwrap(), None, "the tenant connector's cursor is forgotten");
-    // Moved aside next to where it was, not deleted and not moved anywhere else.
-    let aside: Vec<PathBuf> = std::fs::read_dir(&acme_dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|path| path.file_name().unwrap().to_string_lossy().starts_with("acme-feed.sqlite"))
-        .collect();
-    assert!(
-        !aside.is_empty() && aside.iter().all(|p| p.to_string_lossy().contains(".reset-")),
-        "the old state is kept aside in {}: {aside:?}",
-        acme_dir.display()
-    );
-    let at_top: Vec<_> = std::fs::read_dir(site.path("state"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|name| name.starts_with("acme-feed"))
-        .collect();
-    assert!(at_top.is_empty(), "nothing of it moves to the top: {at_top:?}");
-    for file in &aside {
-        assert!(stdout(&reset).contains(&file.display().to_string()), "reset says where it went: {}", stdout(&reset));
-    }
-    // What was kept is the old state, whole: put back under its name, it reads as before.
-    let restored = tempfile::tempdir().unwrap();
-    for file in &aside {
-        let name = file.file_name().unwrap().to_string_lossy();
-        let original = name.split(".reset-").next().unwrap();
-        std::fs::copy(file, restored.path().join(original)).unwrap();
-    }
-    assert_eq!(
-        StateDir::new(restored.path()).read("acme-feed").unwrap(),
-        Some(before),
-        "the kept file is the old state"
-    );
+    // Kept aside where it was, in the tenant's database, not deleted and not moved
+    // anywhere else.
+    assert!(stdout(&reset).contains(&format!("in the `reset` table of {}", acme_dir.join("cursors.db").display())));
+    let database = rusqlite::Connection::open(acme_dir.join("cursors.db")).unwrap();
+    let (kept, generation): (Vec<u8>, u64) = database
+        .query_row("SELECT state, generation FROM reset WHERE connector = 'acme-feed'", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .expect("the old state is kept in the tenant's database");
+    assert_eq!((kept, generation), (before.state.clone(), before.generation), "the kept row is the old state");
+    assert!(site.states().keys().unwrap().iter().all(|k| k != "acme-feed"), "nothing of it moves to the top");
     assert_eq!(site.states().read("plain").unwrap(), plain_before, "the neighbour's cursor is untouched");
     let show = ferry(&["state", "show", config.to_str().unwrap(), "acme-feed"]);
     assert!(stdout(&show).contains("acme-feed: no committed cursor"), "{}", stdout(&show));
@@ -493,7 +470,7 @@ fn inspect_with_config_but_no_key_or_key_but_no_config_is_a_usage_error() {
 }
 
 #[test]
-fn a_connector_moved_into_a_tenant_is_refused_rather_than_started_from_scratch() {
+fn a_connector_moved_into_a_tenant_takes_its_cursor_along_rather_than_starting_from_scratch() {
     let site = Site::new();
     // `feed` committed a cursor before it belonged to a tenant.
     let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
@@ -504,14 +481,18 @@ fn a_connector_moved_into_a_tenant_is_refused_rather_than_started_from_scratch()
     let text = [HEAD.into(), tenant("acme", ""), source("feed", r#"tenant = "acme""#, "max_count = 50")].concat();
     let config = site.config("ferry.toml", &text);
     let mut run = Ferry::start(&config, &[]);
-    let status = run.wait();
+    run.wait_for_line(&["key=feed", "idle"]);
+    run.signal(Signal::SIGTERM);
+    assert!(run.wait().success(), "{}", run.log());
     let log = run.log();
-    assert!(!status.success(), "ferry run should refuse; its log:\n{log}");
-    for words in ["connector `feed` belongs to tenant `acme`", "its committed cursor is in", "move feed.sqlite"] {
-        assert!(log.contains(words), "the error says {words:?}:\n{log}");
-    }
-    assert_eq!(site.states().read("feed").unwrap().as_ref(), Some(&committed), "the old cursor is kept");
-    assert!(!site.path("state/tenants/acme/feed.sqlite").exists(), "nothing was started in the tenant's namespace");
+    assert!(log.contains("moved the connector's committed state into its tenant's state directory"), "{log}");
+    let acme = StateDir::new(site.path("state/tenants/acme"));
+    let moved = acme.read("feed").unwrap().expect("its cursor is in the tenant's namespace now");
+    assert_eq!(next_seq(&moved.state), 50, "it went on from 30 to its max_count");
+    assert_eq!(moved.generation, committed.generation + 2, "from the generation it had: 30..50 in batches of 10");
+    let delivered = LocalLog::read_all(&site.log_dir(), "demo", "feed").unwrap();
+    assert_eq!(seqs(&delivered), (30..50).collect::<Vec<_>>(), "nothing before 30 delivered again");
+    assert_eq!(site.states().read("feed").unwrap(), None, "the top keeps no second cursor of it");
 }
 
 #[test]

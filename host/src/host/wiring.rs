@@ -247,7 +247,6 @@ impl Wiring {
         };
         let plugin_config = connector.plugin_config_json().map_err(refuse)?;
         let postgres = PgPools::granted(connector.grants(), &config.postgres).map_err(refuse)?;
-        refuse_stranded_state(config, connector).map_err(SetupError::Config)?;
         Ok((digest, Parts { component, plugin_config, postgres }))
     }
 
@@ -421,8 +420,15 @@ impl Wiring {
             true => Durability::Interval(config.state.sync_interval),
             false => config.state.durability(),
         };
-        let state = self
-            .states_of(config, connector)
+        let states = self.states_of(config, connector).clone();
+        if connector.tenant().is_some() {
+            // Committed before it had a tenant, its state is at the top: it moves
+            // along rather than starting from scratch.
+            states
+                .adopt(key, &StateDir::new(&config.state.path))
+                .map_err(|problem| SetupError::State { key: key.to_string(), problem })?;
+        }
+        let state = states
             .open_with(key, own_durability)
             .map_err(|problem| SetupError::State { key: key.to_string(), problem })?;
         self.local_log
@@ -541,28 +547,6 @@ fn start_iggy(config: &Config, iggy: &IggyConfig, at: &str) -> Result<Arc<IggyTa
     Ok(Arc::new(target))
 }
 
-/// A connector moved into a tenant whose state is still where it was committed
-/// before (the top of the state directory) would start from scratch and deliver
-/// everything again: refuse, and say how to move it.
-fn refuse_stranded_state(config: &Config, connector: &dyn ConnectorConfig) -> Result<(), ConfigError> {
-    let (Some(tenant), key) = (connector.tenant(), connector.key()) else { return Ok(()) };
-    let top = StateDir::new(&config.state.path);
-    let own = StateDir::new(config.state_dir_of(connector));
-    let holds = |dir: &StateDir| dir.keys().map(|keys| keys.iter().any(|k| k == key)).unwrap_or(false);
-    if holds(&top) && !holds(&own) {
-        return Err(ConfigError {
-            file: config.file.clone(),
-            problem: format!(
-                "connector `{key}` belongs to tenant `{tenant}`, whose cursors live in {}, but its committed cursor is \
-                 in {} (from before it had a tenant); move {key}.sqlite there (or `ferry state reset` it) so that it \
-                 does not start from scratch",
-                config.state_dir_of(connector).display(),
-                config.state.path.display(),
-            ),
-        });
-    }
-    Ok(())
-}
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -37,6 +37,7 @@ pub struct Committer {
     sender: Option<mpsc::Sender<Work>>,
     thread: Option<std::thread::JoinHandle<()>>,
     /// Transactions committed so far: fewer than the commits when they were grouped.
+    #[cfg_attr(not(test), allow(dead_code))]
     transactions: Arc<AtomicU64>,
 }
 
@@ -106,6 +107,7 @@ impl Committer {
     }
 
     /// How many transactions of commits the writer has committed.
+    #[cfg(test)]
     pub fn transactions(&self) -> u64 {
         self.transactions.load(Ordering::Relaxed)
     }

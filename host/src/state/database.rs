@@ -27,7 +27,7 @@ use crate::sqlite::{Database, Format, StoreError};
 pub const FILE_NAME: &str = "cursors.db";
 
 pub const FORMAT: Format = Format {
-    what: "cursor database",
+    what: "state database",
     schema: "CREATE TABLE cursor (
         connector TEXT PRIMARY KEY,
         generation INTEGER NOT NULL,
@@ -72,6 +72,14 @@ pub fn take(transaction: &Transaction, key: &str, imported: Option<&Imported>) -
         put_row(transaction, key, committed)?;
     }
     Ok((lineage, true))
+}
+
+/// `key`'s lineage and cursor as they are, to be taken into another database
+/// (checked); `None` when it has neither.
+pub fn export(database: &Database, key: &str) -> Result<Option<Imported>, StoreError> {
+    let lineage = lineage_of(database.connection(), key).map_err(|e| database.error("cannot read the lineage", e))?;
+    let committed = read(database, key)?;
+    Ok((lineage.is_some() || committed.is_some()).then_some(Imported { committed, lineage }))
 }
 
 fn lineage_of(connection: &Connection, key: &str) -> rusqlite::Result<Option<u128>> {

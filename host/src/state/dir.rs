@@ -160,6 +160,51 @@ impl StateDir {
         }
     }
 
+    /// Move connector `key`'s state from `from`, another state directory, into this
+    /// one, if this one holds none and `from` holds one: for a connector moved into a
+    /// tenant (whose state lives in a directory of its own), so that it goes on from
+    /// its cursor instead of starting from scratch. The cursor and its lineage are
+    /// stored and synced here first, then put aside in `from` (as a reset would), so
+    /// that a crash in between leaves it in both places, never in neither. Returns
+    /// whether it moved.
+    pub fn adopt(&self, key: &str, from: &StateDir) -> Result<bool, StateError> {
+        let (_here, _there) = (self.lock(key)?, from.lock(key)?);
+        if self.export(key)?.is_some() {
+            return Ok(false);
+        }
+        let Some(imported) = from.export(key)? else { return Ok(false) };
+        let committer = self.committer()?;
+        committer.ask_blocking(Ask::Take { key: key.into(), imported: Some(imported) })?;
+        committer.ask_blocking(Ask::Sync)?;
+        drop(committer);
+        drop(_there);
+        let kept = from.reset(key)?;
+        tracing::info!(
+            key,
+            from = %from.path.display(),
+            into = %self.path.display(),
+            "moved the connector's committed state into its tenant's state directory; the old copy is kept {}",
+            kept.join(", ")
+        );
+        Ok(true)
+    }
+
+    /// `key`'s lineage and cursor, from the database or an older ferry's file; `None`
+    /// when neither holds it. Creates nothing.
+    fn export(&self, key: &str) -> Result<Option<database::Imported>, StateError> {
+        let path = self.path.join(database::FILE_NAME);
+        if std::fs::symlink_metadata(&path).is_ok() {
+            let database = sqlite::open_existing(&path, &FORMAT, Access::Read)?;
+            if let Some(exported) = database::export(&database, key)? {
+                return Ok(Some(exported));
+            }
+        }
+        match legacy::exists(&self.path, key) {
+            true => Ok(Some(legacy::read(&self.path, key)?)),
+            false => Ok(None),
+        }
+    }
+
     /// Keys that have a state here.
     pub fn keys(&self) -> Result<Vec<String>, StateError> {
         let mut keys = legacy::keys(&self.path)?;
