@@ -81,10 +81,10 @@ use ferry_tests::iggy_server::{IggyServer, PASSWORD, created_stream, live_server
 use iggy::prelude::{Identifier, IggyClient, IggyMessage, IggyMessageHeader, MessageClient, Partitioning};
 use serde::Serialize;
 
-/// Batch × payload (bytes per record).
-const SHAPES: &[(u64, usize)] = &[(10, 100), (100, 100), (1000, 100)];
-/// Batches a run into the local log (times the scale).
-const LOG_BATCHES: u64 = 600;
+/// Batch × payload (bytes per record), and the batches of a run into the local log
+/// (times the scale): more of the small ones, so that no run is over in a fraction
+/// of a second, where a few slow fsyncs of a busy disk would decide the ratio.
+const SHAPES: &[(u64, usize, u64)] = &[(10, 100, 3000), (100, 100, 1000), (1000, 100, 600)];
 /// Batches a run into Iggy (times the scale).
 const IGGY_BATCHES: u64 = 1000;
 /// The connector key of both sides: the message ids derive from it, so both sides
@@ -106,8 +106,8 @@ fn main() {
         "path", "batch", "payload", "batches", "ferry msg/s", "native/s", "ferry µs", "native µs"
     );
     if bench::wanted("local-log") {
-        for &(batch, payload) in SHAPES {
-            let batches = ((LOG_BATCHES as f64 * scale) as u64).max(20);
+        for &(batch, payload, batches) in SHAPES {
+            let batches = ((batches as f64 * scale) as u64).max(20);
             let shape = Shape { batch, payload, total: batch * batches };
             let (ferry, native) = compare(|run| b.ferry(&Out::Log, shape, run), |run| b.native(&Out::Log, shape, run));
             b.check_same_logs(shape);
@@ -120,7 +120,7 @@ fn main() {
     let Some(server) = live_server("the fair benchmark into Iggy (the `iggy` rows)") else { return };
     // The Iggy target starts its connection task on this runtime.
     let _entered = b.tokio.enter();
-    for &(batch, payload) in SHAPES {
+    for &(batch, payload, _) in SHAPES {
         let batches = ((IGGY_BATCHES as f64 * scale) as u64).max(20);
         let shape = Shape { batch, payload, total: batch * batches };
         let out = Out::Iggy(&server);
