@@ -102,8 +102,8 @@ fn main() {
     println!("scale {scale}; each side three times per shape, taking turns to go first");
     println!();
     println!(
-        "{:<9} {:>5} {:>7} {:>7} {:>11} {:>11} {:>9} {:>9}  ratio ferry/native (of the medians; lowest-highest of the pairs)",
-        "path", "batch", "payload", "batches", "ferry msg/s", "native/s", "ferry µs", "native µs"
+        "{:<9} {:>5} {:>7} {:>7} {:>12} {:>12} {:>9} {:>9}  ratio ferry/native (of the medians; lowest-highest of the pairs)",
+        "path", "batch", "payload", "batches", "ferry msg/s", "native msg/s", "ferry µs", "native µs"
     );
     if bench::wanted("local-log") {
         for &(batch, payload, batches) in SHAPES {
@@ -394,7 +394,7 @@ fn now_micros() -> u64 {
 fn print_pair(path: &str, shape: Shape, ferry: &Rounds, native: &Rounds) {
     let (f, n) = (&ferry.median, &native.median);
     println!(
-        "{:<9} {:>5} {:>7} {:>7} {:>11.0} {:>11.0} {:>9.1} {:>9.1}  {}",
+        "{:<9} {:>5} {:>7} {:>7} {:>12.0} {:>12.0} {:>9.1} {:>9.1}  {}",
         path,
         shape.batch,
         shape.payload,
