@@ -73,7 +73,7 @@ use ferry::iggy::IggyTarget;
 use ferry::local_log::{LocalLog, LoggedCursor};
 use ferry::runtime::{Runtime, SourceComponent};
 use ferry::source::{SourceConnector, SourceSettings};
-use ferry::state::{ConnectorStateFile, CursorStore, Durability, StateDir};
+use ferry::state::{ConnectorState, CursorStore, Durability, StateDir};
 use ferry_tests::bench::{self, Measured, Rounds, compare, time_source};
 use ferry_tests::components::RANDOM_SOURCE;
 use ferry_tests::harness::quick_settings;
@@ -189,7 +189,7 @@ impl Bench {
     }
 
     /// The state file of run `name`, fsynced at every commit (ferry's default).
-    fn state_file(&self, name: &str) -> ConnectorStateFile {
+    fn state_file(&self, name: &str) -> ConnectorState {
         let states = StateDir::new(self.dir(name).join("state")).with_durability(Durability::EveryCommit);
         states.open(KEY).expect("a state file")
     }
