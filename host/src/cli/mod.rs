@@ -315,8 +315,9 @@ enum StateCommand {
     },
     /// Forget a connector's committed cursor: it starts from scratch next time.
     ///
-    /// Refused while a ferry process runs the connector. The old state file is moved
-    /// aside (renamed with a .reset-<time> suffix), not deleted.
+    /// Refused while a ferry process runs the connector. The old cursor is kept, not
+    /// deleted: in the `reset` table of the state directory's cursors.db (and a state
+    /// file of an older ferry is renamed with a .reset-<time> suffix).
     Reset {
         config: PathBuf,
         key: String,

@@ -3,7 +3,7 @@
 //! checked before running checked, so that `ferry run` stops at once, naming the
 //! problem, rather than failing later.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -158,6 +158,8 @@ pub(super) struct Wiring {
     sinks: HashMap<PathBuf, Known<SinkWorld>>,
     /// Which reading of the config this is (see [`Wiring::begin_pass`]).
     pass: u64,
+    /// The keys with a state at the top of the state directory, as read in a pass.
+    top_keys: Option<(u64, HashSet<String>)>,
 }
 
 /// A component file as the wiring knows it.
@@ -199,6 +201,7 @@ impl Wiring {
             sources: HashMap::new(),
             sinks: HashMap::new(),
             pass: 0,
+            top_keys: None,
         })
     }
 
@@ -421,20 +424,29 @@ impl Wiring {
             false => config.state.durability(),
         };
         let states = self.states_of(config, connector).clone();
-        if connector.tenant().is_some() {
+        let state = match connector.tenant().is_some() && self.held_at_the_top(config, key)? {
             // Committed before it had a tenant, its state is at the top: it moves
             // along rather than starting from scratch.
-            states
-                .adopt(key, &StateDir::new(&config.state.path))
-                .map_err(|problem| SetupError::State { key: key.to_string(), problem })?;
-        }
-        let state = states
-            .open_with(key, own_durability)
-            .map_err(|problem| SetupError::State { key: key.to_string(), problem })?;
+            true => states.open_moving_from(key, own_durability, &StateDir::new(&config.state.path)),
+            false => states.open_with(key, own_durability),
+        };
+        let state = state.map_err(|problem| SetupError::State { key: key.to_string(), problem })?;
         self.local_log
             .verify_cursor(config, key, &state)
             .map_err(|problem| SetupError::Log { key: key.to_string(), problem })?;
         Ok(state)
+    }
+
+    /// Whether the top of the state directory holds a state of `key` (read once per
+    /// pass, not once per connector).
+    fn held_at_the_top(&mut self, config: &Config, key: &str) -> Result<bool, SetupError> {
+        if self.top_keys.as_ref().is_none_or(|(pass, _)| *pass != self.pass) {
+            let keys = StateDir::new(&config.state.path)
+                .keys()
+                .map_err(|problem| SetupError::State { key: key.to_string(), problem })?;
+            self.top_keys = Some((self.pass, keys.into_iter().collect()));
+        }
+        Ok(self.top_keys.as_ref().is_some_and(|(_, keys)| keys.contains(key)))
     }
 
     /// The state directory of `connector`, one value per directory so that its

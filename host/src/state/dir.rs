@@ -80,7 +80,34 @@ impl StateDir {
     /// for a connector whose cursor is made durable elsewhere too (see
     /// `local_log::LoggedCursor`).
     pub fn open_with(&self, key: &str, durability: Durability) -> Result<ConnectorState, StateError> {
+        self.open_from(key, durability, None)
+    }
+
+    /// [`StateDir::open_with`], first moving `key`'s state here from `from`, another
+    /// state directory, if this one holds none and `from` holds one: for a connector
+    /// moved into a tenant (whose state lives in a directory of its own), so that it
+    /// goes on from its cursor instead of starting from scratch.
+    pub fn open_moving_from(
+        &self,
+        key: &str,
+        durability: Durability,
+        from: &StateDir,
+    ) -> Result<ConnectorState, StateError> {
+        self.open_from(key, durability, Some(from))
+    }
+
+    fn open_from(
+        &self,
+        key: &str,
+        durability: Durability,
+        from: Option<&StateDir>,
+    ) -> Result<ConnectorState, StateError> {
+        // Taken once, and held: a lock let go and taken again could meet a copy of
+        // its descriptor in a child process being started (compiling), and fail.
         let lock = self.lock(key)?;
+        if let Some(from) = from {
+            self.move_from(key, from)?;
+        }
         let committer = self.committer()?;
         let imported = match legacy::exists(&self.path, key) {
             true => Some(legacy::read(&self.path, key)?),
@@ -160,25 +187,20 @@ impl StateDir {
         }
     }
 
-    /// Move connector `key`'s state from `from`, another state directory, into this
-    /// one, if this one holds none and `from` holds one: for a connector moved into a
-    /// tenant (whose state lives in a directory of its own), so that it goes on from
-    /// its cursor instead of starting from scratch. The cursor and its lineage are
-    /// stored and synced here first, then put aside in `from` (as a reset would), so
-    /// that a crash in between leaves it in both places, never in neither. Returns
-    /// whether it moved.
-    pub fn adopt(&self, key: &str, from: &StateDir) -> Result<bool, StateError> {
-        let (_here, _there) = (self.lock(key)?, from.lock(key)?);
+    /// Move `key`'s state from `from` into this directory (whose lock of `key` the
+    /// caller holds), if this one holds none. The cursor and its lineage are stored
+    /// and synced here first, then put aside in `from` (as a reset would), so that a
+    /// crash in between leaves it in both places, never in neither.
+    fn move_from(&self, key: &str, from: &StateDir) -> Result<(), StateError> {
+        let _there = from.lock(key)?;
         if self.export(key)?.is_some() {
-            return Ok(false);
+            return Ok(());
         }
-        let Some(imported) = from.export(key)? else { return Ok(false) };
+        let Some(imported) = from.export(key)? else { return Ok(()) };
         let committer = self.committer()?;
         committer.ask_blocking(Ask::Take { key: key.into(), imported: Some(imported) })?;
         committer.ask_blocking(Ask::Sync)?;
-        drop(committer);
-        drop(_there);
-        let kept = from.reset(key)?;
+        let kept = from.reset_locked(key)?;
         tracing::info!(
             key,
             from = %from.path.display(),
@@ -186,7 +208,7 @@ impl StateDir {
             "moved the connector's committed state into its tenant's state directory; the old copy is kept {}",
             kept.join(", ")
         );
-        Ok(true)
+        Ok(())
     }
 
     /// `key`'s lineage and cursor, from the database or an older ferry's file; `None`
@@ -223,6 +245,11 @@ impl StateDir {
     /// the old state is kept ("in the `reset` table of …", "as …"), if there was any.
     pub fn reset(&self, key: &str) -> Result<Vec<String>, StateError> {
         let _lock = self.lock(key)?;
+        self.reset_locked(key)
+    }
+
+    /// [`StateDir::reset`], the lock of `key` held by the caller.
+    fn reset_locked(&self, key: &str) -> Result<Vec<String>, StateError> {
         let mut kept = Vec::new();
         let database = self.path.join(database::FILE_NAME);
         if std::fs::symlink_metadata(&database).is_ok() {
