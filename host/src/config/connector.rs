@@ -72,6 +72,9 @@ macro_rules! connector_config {
             fn role(&self) -> crate::contract::Role {
                 $role
             }
+            fn as_any(&self) -> &dyn std::any::Any {
+                self
+            }
             fn key(&self) -> &str {
                 &self.key
             }
@@ -130,6 +133,9 @@ pub(crate) use connector_config;
 /// reload compares connectors by it, see `host::fingerprint`.)
 pub trait ConnectorConfig: std::fmt::Debug + Send + Sync {
     fn role(&self) -> Role;
+    /// The whole config of its role (a `SourceConfig` or a `SinkConfig`), without
+    /// looking it up by key among thousands.
+    fn as_any(&self) -> &dyn std::any::Any;
     fn key(&self) -> &str;
     fn enabled(&self) -> bool;
     fn name(&self) -> Option<&str>;

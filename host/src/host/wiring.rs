@@ -223,12 +223,12 @@ impl Wiring {
         let key = connector.key();
         let role = match connector.role() {
             Role::Source => {
-                let source = config.source(key).expect("a source of the config is in its sources");
+                let source = connector.as_any().downcast_ref::<SourceConfig>().expect("a source's config");
                 let (digest, parts) = self.parts::<SourceWorld>(config, connector)?;
                 (digest, CheckedRole::Source(source, parts))
             }
             Role::Sink => {
-                let sink = config.sink(key).expect("a sink of the config is in its sinks");
+                let sink = connector.as_any().downcast_ref::<SinkConfig>().expect("a sink's config");
                 let (digest, parts) = self.parts::<SinkWorld>(config, connector)?;
                 (digest, CheckedRole::Sink(sink, parts))
             }
@@ -432,7 +432,7 @@ impl Wiring {
         };
         let state = state.map_err(|problem| SetupError::State { key: key.to_string(), problem })?;
         self.local_log
-            .verify_cursor(config, key, &state)
+            .verify_cursor(config, key, connector.role(), &state)
             .map_err(|problem| SetupError::Log { key: key.to_string(), problem })?;
         Ok(state)
     }

@@ -44,15 +44,18 @@ impl LocalLog {
     /// committed cursor says was delivered to it. Nothing to check when the config
     /// delivers to Iggy.
     /// Each topic is opened (and checked) once, and kept for appending.
-    pub fn verify_cursor(&self, config: &Config, key: &str, cursor: &ConnectorState) -> Result<(), LogCheckError> {
+    pub fn verify_cursor(
+        &self,
+        config: &Config,
+        key: &str,
+        role: Role,
+        cursor: &ConnectorState,
+    ) -> Result<(), LogCheckError> {
         if config.iggy.is_some() {
             return Ok(());
         }
         match cursor.committed().map_err(LogCheckError::State)? {
-            Some(committed) => {
-                let role = config.connector(key).map_or(Role::Source, |c| c.role());
-                verify_receipt(self, &config.file, key, role, &committed)
-            }
+            Some(committed) => verify_receipt(self, &config.file, key, role, &committed),
             None => Ok(()),
         }
     }
