@@ -74,7 +74,7 @@ use ferry::local_log::{LocalLog, LoggedCursor};
 use ferry::runtime::{Runtime, SourceComponent};
 use ferry::source::{SourceConnector, SourceSettings};
 use ferry::state::{ConnectorState, CursorStore, Durability, StateDir};
-use ferry_tests::bench::{self, Measured, Rounds, compare, time_source};
+use ferry_tests::bench::{self, Measured, Out, Rounds, compare, time_source};
 use ferry_tests::components::RANDOM_SOURCE;
 use ferry_tests::harness::quick_settings;
 use ferry_tests::iggy_server::{IggyServer, PASSWORD, created_stream, live_server};
@@ -127,21 +127,6 @@ fn main() {
         let (ferry, native) = compare(|run| b.ferry(&out, shape, run), |run| b.native(&out, shape, run));
         b.tokio.block_on(b.check_same_topics(&server, shape));
         print_pair("iggy", shape, &ferry, &native);
-    }
-}
-
-/// Where both sides deliver.
-enum Out<'a> {
-    Log,
-    Iggy(&'a IggyServer),
-}
-
-impl Out<'_> {
-    fn name(&self) -> &'static str {
-        match self {
-            Out::Log => "log",
-            Out::Iggy(_) => "iggy",
-        }
     }
 }
 

@@ -83,7 +83,7 @@ use ferry::runtime::{Runtime, Sandbox, SinkComponent, SinkWorld, SourceComponent
 use ferry::sink::{Input, SinkConnector, SinkSettings};
 use ferry::source::SourceConnector;
 use ferry::state::{ConnectorState, CursorStore, StateDir};
-use ferry_tests::bench::{self, Measured, Rounds, compare, time_sink, time_source};
+use ferry_tests::bench::{self, Measured, Out, Rounds, compare, time_sink, time_source};
 use ferry_tests::components::{POSTGRES_SINK, POSTGRES_SOURCE};
 use ferry_tests::harness::{quick_settings, quick_sink_settings};
 use ferry_tests::iggy_server::{self, GroupConsumer, IggyServer, created_stream, live_server};
@@ -163,21 +163,6 @@ fn main() {
         );
         b.check_same_tables("iggy", batch, sink_messages);
         print_pair("iggy→pg", batch, &ferry, &native);
-    }
-}
-
-/// Where a source's rows go.
-enum Out<'a> {
-    Log,
-    Iggy(&'a IggyServer),
-}
-
-impl Out<'_> {
-    fn name(&self) -> &'static str {
-        match self {
-            Out::Log => "log",
-            Out::Iggy(_) => "iggy",
-        }
     }
 }
 

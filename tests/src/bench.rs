@@ -127,3 +127,20 @@ pub async fn time_sink(runtime: &Arc<Runtime>, connector: SinkConnector, end: u6
     running.stop().await;
     elapsed
 }
+
+/// Where a benchmark's source side delivers, both ferry's and the native program's:
+/// the local log, or a live Iggy server.
+pub enum Out<'a> {
+    Log,
+    Iggy(&'a crate::iggy_server::IggyServer),
+}
+
+impl Out<'_> {
+    /// Its name in a row and in the names of a run's files and topics.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Out::Log => "log",
+            Out::Iggy(_) => "iggy",
+        }
+    }
+}

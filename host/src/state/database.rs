@@ -26,16 +26,27 @@ use crate::sqlite::{Database, Format, StoreError};
 /// `.lock`, so it is never taken for the file of a connector (see [`super::legacy`]).
 pub const FILE_NAME: &str = "cursors.db";
 
+/// The table of cursors, one row per connector: the same here as in the files of an
+/// older ferry (see [`super::legacy`]), whose rows are taken in as they are.
+macro_rules! cursor_table {
+    () => {
+        "CREATE TABLE cursor (
+            connector TEXT PRIMARY KEY,
+            generation INTEGER NOT NULL,
+            committed_at INTEGER NOT NULL,
+            state BLOB NOT NULL,
+            checksum INTEGER NOT NULL,
+            delivered TEXT NOT NULL DEFAULT ''
+        );"
+    };
+}
+pub(super) use cursor_table;
+
 pub const FORMAT: Format = Format {
     what: "state database",
-    schema: "CREATE TABLE cursor (
-        connector TEXT PRIMARY KEY,
-        generation INTEGER NOT NULL,
-        committed_at INTEGER NOT NULL,
-        state BLOB NOT NULL,
-        checksum INTEGER NOT NULL,
-        delivered TEXT NOT NULL DEFAULT ''
-    );
+    schema: concat!(
+        cursor_table!(),
+        "
     CREATE TABLE lineage (connector TEXT PRIMARY KEY, id BLOB NOT NULL);
     CREATE TABLE reset (
         connector TEXT NOT NULL,
@@ -46,7 +57,8 @@ pub const FORMAT: Format = Format {
         state BLOB,
         checksum INTEGER,
         delivered TEXT
-    )",
+    )"
+    ),
     version: 1,
     migrations: &[],
 };

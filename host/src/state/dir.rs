@@ -174,17 +174,7 @@ impl StateDir {
     /// Read connector `key`'s committed cursor without taking it; works while a
     /// `ferry` process runs it.
     pub fn read(&self, key: &str) -> Result<Option<Committed>, StateError> {
-        let path = self.path.join(database::FILE_NAME);
-        if std::fs::symlink_metadata(&path).is_ok() {
-            let database = sqlite::open_existing(&path, &FORMAT, Access::Read)?;
-            if let Some(committed) = database::read(&database, key)? {
-                return Ok(Some(committed));
-            }
-        }
-        match legacy::exists(&self.path, key) {
-            true => Ok(legacy::read(&self.path, key)?.committed),
-            false => Ok(None),
-        }
+        Ok(self.export(key)?.and_then(|exported| exported.committed))
     }
 
     /// Move `key`'s state from `from` into this directory (whose lock of `key` the
@@ -214,12 +204,10 @@ impl StateDir {
     /// `key`'s lineage and cursor, from the database or an older ferry's file; `None`
     /// when neither holds it. Creates nothing.
     fn export(&self, key: &str) -> Result<Option<database::Imported>, StateError> {
-        let path = self.path.join(database::FILE_NAME);
-        if std::fs::symlink_metadata(&path).is_ok() {
-            let database = sqlite::open_existing(&path, &FORMAT, Access::Read)?;
-            if let Some(exported) = database::export(&database, key)? {
-                return Ok(Some(exported));
-            }
+        if let Some(database) = self.read_only()?
+            && let Some(exported) = database::export(&database, key)?
+        {
+            return Ok(Some(exported));
         }
         match legacy::exists(&self.path, key) {
             true => Ok(Some(legacy::read(&self.path, key)?)),
@@ -227,12 +215,19 @@ impl StateDir {
         }
     }
 
+    /// The cursor database opened for reading alongside its writer, if it exists.
+    fn read_only(&self) -> Result<Option<crate::sqlite::Database>, StateError> {
+        let path = self.path.join(database::FILE_NAME);
+        if std::fs::symlink_metadata(&path).is_err() {
+            return Ok(None);
+        }
+        Ok(Some(sqlite::open_existing(&path, &FORMAT, Access::Read)?))
+    }
+
     /// Keys that have a state here.
     pub fn keys(&self) -> Result<Vec<String>, StateError> {
         let mut keys = legacy::keys(&self.path)?;
-        let path = self.path.join(database::FILE_NAME);
-        if std::fs::symlink_metadata(&path).is_ok() {
-            let database = sqlite::open_existing(&path, &FORMAT, Access::Read)?;
+        if let Some(database) = self.read_only()? {
             keys.extend(database::keys(database.connection()).map_err(|e| database.error("cannot list it", e))?);
         }
         keys.sort();

@@ -11,21 +11,15 @@ use std::path::{Path, PathBuf};
 use rusqlite::OptionalExtension;
 
 use super::StateError;
-use super::database::{Imported, StoredRow};
+use super::database::{Imported, StoredRow, cursor_table};
 use crate::sqlite::{self, Access, Format, Migration, StoreError};
 
 const FORMAT: Format = Format {
     what: "state database",
-    schema: "CREATE TABLE cursor (
-        connector TEXT PRIMARY KEY,
-        generation INTEGER NOT NULL,
-        committed_at INTEGER NOT NULL,
-        state BLOB NOT NULL,
-        checksum INTEGER NOT NULL,
-        delivered TEXT NOT NULL DEFAULT ''
-    );
-    CREATE TABLE lineage (id BLOB NOT NULL);
-    INSERT INTO lineage VALUES (randomblob(16));",
+    schema: concat!(
+        cursor_table!(),
+        "CREATE TABLE lineage (id BLOB NOT NULL); INSERT INTO lineage VALUES (randomblob(16));"
+    ),
     version: 3,
     migrations: &[
         Migration { from: 1, sql: "ALTER TABLE cursor ADD COLUMN delivered TEXT NOT NULL DEFAULT ''" },
