@@ -57,7 +57,8 @@
 //! counts.
 //!
 //! `FERRY_BENCH_SCALE=0.3` runs 30% of the batches (at least 20 a run);
-//! `FERRY_BENCH_ONLY=local-log` (or `iggy`) only that path.
+//! `FERRY_BENCH_ONLY=local-log` (or `iggy`) only that path; `FERRY_BENCH_SHAPES=1000x100`
+//! only that shape.
 
 #[path = "../../connectors/random-source/src/record.rs"]
 mod record;
@@ -106,7 +107,9 @@ fn main() {
         "path", "batch", "payload", "batches", "ferry msg/s", "native msg/s", "ferry µs", "native µs"
     );
     if bench::wanted("local-log") {
-        for &(batch, payload, batches) in SHAPES {
+        for &(batch, payload, batches) in
+            SHAPES.iter().filter(|(batch, payload, _)| bench::shape_wanted(*batch, *payload))
+        {
             let batches = ((batches as f64 * scale) as u64).max(20);
             let shape = Shape { batch, payload, total: batch * batches };
             let (ferry, native) = compare(|run| b.ferry(&Out::Log, shape, run), |run| b.native(&Out::Log, shape, run));
@@ -120,7 +123,7 @@ fn main() {
     let Some(server) = live_server("the fair benchmark into Iggy (the `iggy` rows)") else { return };
     // The Iggy target starts its connection task on this runtime.
     let _entered = b.tokio.enter();
-    for &(batch, payload, _) in SHAPES {
+    for &(batch, payload, _) in SHAPES.iter().filter(|(batch, payload, _)| bench::shape_wanted(*batch, *payload)) {
         let batches = ((IGGY_BATCHES as f64 * scale) as u64).max(20);
         let shape = Shape { batch, payload, total: batch * batches };
         let out = Out::Iggy(&server);

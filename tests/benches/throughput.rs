@@ -29,7 +29,8 @@
 //! host.
 //!
 //! `FERRY_BENCH_SCALE=0.1` runs a tenth of the batches (a quick look);
-//! `FERRY_BENCH_ONLY=local-log,log+state` only the set-ups named.
+//! `FERRY_BENCH_ONLY=local-log,log+state` only the set-ups named;
+//! `FERRY_BENCH_SHAPES=1000x100` only the shapes named (batch x payload).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -40,7 +41,7 @@ use ferry::local_log::{LocalLog, LoggedCursor};
 use ferry::runtime::{Runtime, SourceComponent};
 use ferry::source::SourceConnector;
 use ferry::state::{CursorStore, Durability, StateDir};
-use ferry_tests::bench::{Measured, time_source};
+use ferry_tests::bench::{self, Measured, time_source};
 use ferry_tests::components::RANDOM_SOURCE;
 use ferry_tests::harness::{MemoryCursor, quick_settings};
 use ferry_tests::iggy_server::{IggyServer, PASSWORD, created_stream};
@@ -117,7 +118,9 @@ fn main() {
 
     let set_ups = ["host", "null", "null-intv", "local-log", "log+state"];
     for target_name in set_ups.into_iter().filter(|name| ferry_tests::bench::wanted(name)) {
-        for &(batch, payload) in SHAPES {
+        for &(batch, payload) in
+            SHAPES.iter().filter(|s| std::env::var("XSHAPE").map_or(true, |x| x == format!("{}x{}", s.0, s.1)))
+        {
             let dir = tempfile::tempdir().unwrap();
             let key = format!("bench-{batch}-{payload}");
             let state_file = |durability: Durability| -> Arc<dyn CursorStore> {
@@ -144,7 +147,7 @@ fn main() {
         // The Iggy target starts its connection task on this runtime.
         let _entered = tokio.enter();
         println!();
-        for &(batch, payload) in IGGY_SHAPES {
+        for &(batch, payload) in IGGY_SHAPES.iter().filter(|(batch, payload)| bench::shape_wanted(*batch, *payload)) {
             let batches = ((IGGY_BATCHES as f64 * scale) as u64).max(20);
             let dir = tempfile::tempdir().unwrap();
             let key = format!("iggy-{batch}-{payload}");

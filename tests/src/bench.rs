@@ -9,7 +9,7 @@ use ferry::host::Host;
 use ferry::runtime::Runtime;
 use ferry::sink::SinkConnector;
 use ferry::source::SourceConnector;
-use ferry::status::Event;
+use ferry::status::{Event, Stage, StageTimes};
 
 use crate::harness::Running;
 
@@ -25,6 +25,16 @@ pub fn scale() -> f64 {
 pub fn wanted(path: &str) -> bool {
     match std::env::var("FERRY_BENCH_ONLY") {
         Ok(only) => only.split(',').any(|wanted| wanted.trim() == path),
+        Err(_) => true,
+    }
+}
+
+/// Whether the shape of `batch` messages of `payload` bytes should run:
+/// `FERRY_BENCH_SHAPES` lists the ones wanted as `BATCHxPAYLOAD`, comma-separated
+/// (`1000x100,100x100`; all by default), to profile one shape alone.
+pub fn shape_wanted(batch: u64, payload: usize) -> bool {
+    match std::env::var("FERRY_BENCH_SHAPES") {
+        Ok(only) => only.split(',').any(|wanted| wanted.trim() == format!("{batch}x{payload}")),
         Err(_) => true,
     }
 }
@@ -105,13 +115,35 @@ pub async fn time_source(runtime: &Arc<Runtime>, connector: SourceConnector) -> 
     let key = connector.key.to_string();
     let mut host = Host::new(runtime.clone());
     host.add_source(connector, None);
+    let board = host.status();
     let mut running = Running::start(host);
     running.wait_for("the first ACK", |e| matches!(e, Event::Acked { .. })).await;
     let start = Instant::now();
     running.wait_idle(&key).await;
     let elapsed = start.elapsed();
     running.stop().await;
+    if std::env::var_os("FERRY_BENCH_STAGES").is_some()
+        && let Some(meters) = board.meters(&key)
+    {
+        print_stages(&key, &meters.stages);
+    }
     elapsed
+}
+
+/// With `FERRY_BENCH_STAGES` set: the mean time of each stage of the source loop,
+/// to see where a batch's time goes.
+fn print_stages(key: &str, stages: &StageTimes) {
+    let mean = |stage: Stage| {
+        let snapshot = stages.snapshot(stage);
+        snapshot.sum_seconds * 1e6 / snapshot.count.max(1) as f64
+    };
+    eprintln!(
+        "  {key}: µs per batch: poll {:.1}, deliver {:.1}, commit {:.1}, ack {:.1}",
+        mean(Stage::Poll),
+        mean(Stage::Deliver),
+        mean(Stage::StateSave),
+        mean(Stage::Ack)
+    );
 }
 
 /// Run `connector` alone in a host until it stored the position `end` (the offset

@@ -131,4 +131,12 @@ mod tests {
         }
         assert_ne!(record(1, 100), record(2, 100));
     }
+
+    #[test]
+    fn the_seq_is_written_in_decimal_whatever_its_width() {
+        assert_eq!(record(0, 0), br#"{"seq":0,"text":""}"#);
+        assert_eq!(record(42, 0), br#"{"seq":42,"text":""}"#);
+        let max = record(u64::MAX, 0);
+        assert_eq!(max, format!(r#"{{"seq":{},"text":""}}"#, u64::MAX).as_bytes());
+    }
 }

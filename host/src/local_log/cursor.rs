@@ -77,16 +77,18 @@ pub(super) fn keep(
     cursor: &StagedCursor,
     log_end: u64,
 ) -> rusqlite::Result<()> {
-    transaction.execute(
-        "INSERT OR REPLACE INTO cursors (connector, lineage, generation, state, log_end) VALUES (?1, ?2, ?3, ?4, ?5)",
-        params![connector, cursor.lineage.to_be_bytes(), cursor.generation, cursor.state, log_end],
-    )?;
+    transaction
+        .prepare_cached(
+            "INSERT OR REPLACE INTO cursors (connector, lineage, generation, state, log_end) VALUES (?1, ?2, ?3, ?4, ?5)",
+        )?
+        .execute(params![connector, cursor.lineage.to_be_bytes(), cursor.generation, cursor.state, log_end])?;
     Ok(())
 }
 
 fn read(connection: &rusqlite::Connection, connector: &str) -> rusqlite::Result<Option<Kept>> {
     connection
-        .query_row("SELECT lineage, generation, state, log_end FROM cursors WHERE connector = ?1", [connector], |row| {
+        .prepare_cached("SELECT lineage, generation, state, log_end FROM cursors WHERE connector = ?1")?
+        .query_row([connector], |row| {
             let lineage: Vec<u8> = row.get(0)?;
             // A lineage of another length is no lineage of ours: never equal.
             let lineage = <[u8; 16]>::try_from(lineage).map(u128::from_be_bytes).unwrap_or(0);

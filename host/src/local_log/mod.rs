@@ -134,7 +134,9 @@ fn append(
     {
         return Ok(end);
     }
-    let next: u64 = transaction.query_row(r#"SELECT coalesce(max("offset") + 1, 0) FROM records"#, [], |r| r.get(0))?;
+    let next: u64 = transaction
+        .prepare_cached(r#"SELECT coalesce(max("offset") + 1, 0) FROM records"#)?
+        .query_row([], |r| r.get(0))?;
     {
         let appended_at = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0);
         let mut insert = transaction.prepare_cached(

@@ -106,8 +106,10 @@ fn lineage_of(connection: &Connection, key: &str) -> rusqlite::Result<Option<u12
 
 /// Replace `key`'s cursor with the next generation.
 pub fn commit(transaction: &Transaction, key: &str, state: Vec<u8>, receipt: Receipt) -> rusqlite::Result<Committed> {
+    // Statements cached on the connection: a commit does not parse its SQL again.
     let previous: Option<u64> = transaction
-        .query_row("SELECT generation FROM cursor WHERE connector = ?1", [key], |row| row.get(0))
+        .prepare_cached("SELECT generation FROM cursor WHERE connector = ?1")?
+        .query_row([key], |row| row.get(0))
         .optional()?;
     let committed =
         Committed { state, generation: previous.unwrap_or(0) + 1, committed_at_micros: now_micros(), receipt };
@@ -118,18 +120,19 @@ pub fn commit(transaction: &Transaction, key: &str, state: Vec<u8>, receipt: Rec
 /// Make `committed` `key`'s cursor, generation and all.
 pub fn put_row(transaction: &Transaction, key: &str, committed: &Committed) -> rusqlite::Result<()> {
     let delivered = delivered_text(&committed.receipt);
-    transaction.execute(
-        "INSERT OR REPLACE INTO cursor (connector, generation, committed_at, state, delivered, checksum)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        params![
+    transaction
+        .prepare_cached(
+            "INSERT OR REPLACE INTO cursor (connector, generation, committed_at, state, delivered, checksum)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )?
+        .execute(params![
             key,
             committed.generation,
             committed.committed_at_micros,
             committed.state,
             delivered,
             checksum(key, committed, &delivered)
-        ],
-    )?;
+        ])?;
     Ok(())
 }
 
