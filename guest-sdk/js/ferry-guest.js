@@ -220,7 +220,9 @@ export function source(author) {
             const id = nextBatchId;
             nextBatchId += 1n;
             outstanding = { id, next };
-            return { id, messages, stagedState: encoder.encode(staged) };
+            // The messages go as a list; `packed` (the other form, see wit/types.wit)
+            // stays empty.
+            return { id, messages, packed: new Uint8Array(0), stagedState: encoder.encode(staged) };
         },
 
         onBatchResult(id, result) {

@@ -262,7 +262,9 @@ class _SourceDriver:
         id = self.next_id
         self.next_id += 1
         self.outstanding = (id, staged)
-        return types.Batch(id, wire, staged)
+        # The messages go as a list; `packed` (the other form, see wit/types.wit)
+        # stays empty.
+        return types.Batch(id, wire, b"", staged)
 
     def on_batch_result(self, id, result):
         """Apply the host's verdict. Returns ("ack", None), ("nack", nack) or

@@ -4,6 +4,7 @@
 //! the bottom); the exported component only adds logging around it.
 
 use crate::bindings::iggy::connector::types as wire;
+use crate::packed;
 use crate::{Error, Nack, NackReason, Source};
 
 /// Drives a [`Source`] through the host's protocol.
@@ -66,11 +67,8 @@ impl<S: Source> Driver<S> {
         let id = self.next_batch_id;
         self.next_batch_id += 1;
         self.outstanding = Some(Outstanding { id, staged: batch.next });
-        Ok(Some(wire::Batch {
-            id,
-            messages: batch.messages.into_iter().map(Into::into).collect(),
-            staged_state: Some(staged_state),
-        }))
+        let (messages, packed) = packed::to_wire(batch.messages);
+        Ok(Some(wire::Batch { id, messages, packed, staged_state: Some(staged_state) }))
     }
 
     /// Apply the host's verdict on the outstanding batch.
@@ -160,7 +158,8 @@ mod tests {
     }
 
     fn payloads(batch: &wire::Batch) -> Vec<String> {
-        batch.messages.iter().map(|m| String::from_utf8(m.payload.clone()).unwrap()).collect()
+        assert!(batch.messages.is_empty(), "small batches go packed");
+        crate::messages_of(batch).unwrap().into_iter().map(|m| String::from_utf8(m.payload).unwrap()).collect()
     }
 
     fn nack(reason: wire::NackReason) -> wire::BatchResult {

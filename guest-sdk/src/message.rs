@@ -138,6 +138,17 @@ impl From<wire::HeaderValue> for HeaderValue {
     }
 }
 
+impl From<wire::Message> for Message {
+    fn from(message: wire::Message) -> Self {
+        Message {
+            id: message.id.map(from_wire_u128),
+            headers: message.headers.into_iter().map(|header| (header.key, header.value.into())).collect(),
+            payload: message.payload,
+            origin_timestamp: message.origin_timestamp,
+        }
+    }
+}
+
 impl From<Message> for wire::Message {
     fn from(message: Message) -> Self {
         wire::Message {

@@ -2,6 +2,10 @@
 //! of the guest once, never copied per message), plus the checks the host makes
 //! before delivering a batch.
 
+mod packed;
+
+pub use packed::{count as packed_count, unpack};
+
 use std::collections::HashSet;
 
 use crate::config::Limits;
@@ -94,6 +98,14 @@ pub fn assign_ids(messages: &mut [Message], source: IdSource<'_>) {
 /// downstream) can hold. A later one could never be stored, so it is refused here,
 /// the same for every target.
 pub const MAX_ORIGIN_TIMESTAMP: u64 = i64::MAX as u64;
+
+/// Take `batch`'s messages out of whichever form the guest carried them in (see
+/// [`packed`]), then [`check`] them: what the source loop delivers, or the rule the
+/// batch breaks.
+pub fn admit(batch: &mut Batch, limits: &Limits) -> Result<(), String> {
+    unpack(batch, limits)?;
+    check(&batch.messages, batch.staged_state.as_deref(), limits)
+}
 
 /// Refuse a batch the contract forbids (a message repeating a header key, an origin
 /// timestamp no store can hold) or one over the connector's limits. The error names

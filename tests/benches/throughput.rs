@@ -118,9 +118,7 @@ fn main() {
 
     let set_ups = ["host", "null", "null-intv", "local-log", "log+state"];
     for target_name in set_ups.into_iter().filter(|name| ferry_tests::bench::wanted(name)) {
-        for &(batch, payload) in
-            SHAPES.iter().filter(|s| std::env::var("XSHAPE").map_or(true, |x| x == format!("{}x{}", s.0, s.1)))
-        {
+        for &(batch, payload) in SHAPES.iter().filter(|(batch, payload)| bench::shape_wanted(*batch, *payload)) {
             let dir = tempfile::tempdir().unwrap();
             let key = format!("bench-{batch}-{payload}");
             let state_file = |durability: Durability| -> Arc<dyn CursorStore> {

@@ -9,7 +9,7 @@ use ferry::host::Host;
 use ferry::runtime::Runtime;
 use ferry::sink::SinkConnector;
 use ferry::source::SourceConnector;
-use ferry::status::{Event, Stage, StageTimes};
+use ferry::status::{Event, HistogramSnapshot, Stage, StageTimes};
 
 use crate::harness::Running;
 
@@ -118,32 +118,32 @@ pub async fn time_source(runtime: &Arc<Runtime>, connector: SourceConnector) -> 
     let board = host.status();
     let mut running = Running::start(host);
     running.wait_for("the first ACK", |e| matches!(e, Event::Acked { .. })).await;
+    let meters = board.meters(&key).expect("the connector's meters");
+    let at_start = STAGES.map(|stage| meters.stages.snapshot(stage));
     let start = Instant::now();
     running.wait_idle(&key).await;
     let elapsed = start.elapsed();
     running.stop().await;
-    if std::env::var_os("FERRY_BENCH_STAGES").is_some()
-        && let Some(meters) = board.meters(&key)
-    {
-        print_stages(&key, &meters.stages);
+    if std::env::var_os("FERRY_BENCH_STAGES").is_some() {
+        print_stages(&key, &at_start, &meters.stages);
     }
     elapsed
 }
 
-/// With `FERRY_BENCH_STAGES` set: the mean time of each stage of the source loop,
-/// to see where a batch's time goes.
-fn print_stages(key: &str, stages: &StageTimes) {
-    let mean = |stage: Stage| {
-        let snapshot = stages.snapshot(stage);
-        snapshot.sum_seconds * 1e6 / snapshot.count.max(1) as f64
-    };
-    eprintln!(
-        "  {key}: µs per batch: poll {:.1}, deliver {:.1}, commit {:.1}, ack {:.1}",
-        mean(Stage::Poll),
-        mean(Stage::Deliver),
-        mean(Stage::StateSave),
-        mean(Stage::Ack)
-    );
+/// The stages of the source loop, in order.
+const STAGES: [Stage; 4] = [Stage::Poll, Stage::Deliver, Stage::StateSave, Stage::Ack];
+
+/// With `FERRY_BENCH_STAGES` set: the mean time of each stage of the source loop
+/// over the timed batches (those after the first ACK), to see where a batch's time
+/// goes.
+fn print_stages(key: &str, at_start: &[HistogramSnapshot; 4], stages: &StageTimes) {
+    let means = STAGES.iter().zip(at_start).map(|(stage, before)| {
+        let now = stages.snapshot(*stage);
+        let count = now.count.saturating_sub(before.count).max(1);
+        (now.sum_seconds - before.sum_seconds) * 1e6 / count as f64
+    });
+    let [poll, deliver, commit, ack] = <[f64; 4]>::try_from(means.collect::<Vec<_>>()).expect("four stages");
+    eprintln!("  {key}: µs per batch: poll {poll:.1}, deliver {deliver:.1}, commit {commit:.1}, ack {ack:.1}");
 }
 
 /// Run `connector` alone in a host until it stored the position `end` (the offset

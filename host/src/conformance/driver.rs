@@ -7,7 +7,7 @@
 use std::fmt;
 
 use super::Subject;
-use crate::batch::{Batch, BatchResult, Nack, NackReason};
+use crate::batch::{self, Batch, BatchResult, Nack, NackReason};
 use crate::runtime::{CallError, SourceInstance, SourceWorld};
 
 /// How many polls in a row may return nothing (or an error) before the kit gives
@@ -46,6 +46,8 @@ pub struct Source {
     /// The batch polled and not settled yet: its id and staged cursor.
     outstanding: Option<(u64, Option<Vec<u8>>)>,
     poll_interval: std::time::Duration,
+    /// The connector's limits, which a packed batch is unpacked within.
+    limits: crate::config::Limits,
 }
 
 impl Subject<'_, SourceWorld> {
@@ -53,7 +55,13 @@ impl Subject<'_, SourceWorld> {
     pub async fn open(&self, committed: Option<Vec<u8>>) -> Result<Source, CallError> {
         let mut instance = self.instance().await?;
         instance.open(&self.setup.plugin_config, committed.as_deref()).await?;
-        Ok(Source { instance, committed, outstanding: None, poll_interval: self.setup.poll_interval })
+        Ok(Source {
+            instance,
+            committed,
+            outstanding: None,
+            poll_interval: self.setup.poll_interval,
+            limits: self.setup.sandbox.limits.clone(),
+        })
     }
 
     /// A fresh instance opened with no cursor, its first `batches` batches polled and
@@ -96,8 +104,13 @@ impl Source {
         let mut last_error = None;
         for _ in 0..MAX_POLLS {
             match self.instance.poll().await {
-                Ok(Some(batch)) => {
+                Ok(Some(mut batch)) => {
                     self.outstanding = Some((batch.id, batch.staged_state.clone()));
+                    // The kit compares messages, whichever form the guest sent them in.
+                    if let Err(rule) = batch::unpack(&mut batch, &self.limits) {
+                        let message = format!("the host would refuse the batch (nack(rejected)): {rule}");
+                        return Err(Stop::Broke(CallError::Failed { call: "poll", message }));
+                    }
                     return Ok(batch);
                 }
                 Ok(None) => {}

@@ -96,15 +96,16 @@ impl SourceLoop<'_> {
     }
 
     /// Deliver the batch and commit its cursor; the verdict for `on-batch-result`.
-    async fn settle(&mut self, batch: Batch) -> BatchResult {
-        let Batch { id, mut messages, staged_state } = batch;
+    async fn settle(&mut self, mut batch: Batch) -> BatchResult {
+        let id = batch.id;
         let nack = |reason: NackReason, detail: String| {
             self.status.nacked(id, reason, &detail);
             BatchResult::Nack(Nack { reason, detail })
         };
-        if let Err(rule) = batch::check(&messages, staged_state.as_deref(), &self.connector.sandbox.limits) {
+        if let Err(rule) = batch::admit(&mut batch, &self.connector.sandbox.limits) {
             return nack(NackReason::Rejected, rule);
         }
+        let Batch { mut messages, staged_state, .. } = batch;
         let ids = match staged_state {
             Some(_) => IdSource::Cursor { connector: &self.connector.key, committed_before: self.committed.as_deref() },
             None => IdSource::Random,
@@ -154,6 +155,6 @@ impl SourceLoop<'_> {
 
 impl Polled for Batch {
     fn messages(&self) -> usize {
-        self.messages.len()
+        self.messages.len() + batch::packed_count(&self.packed)
     }
 }
