@@ -1,18 +1,37 @@
-//! What a source produces, as the host sees it: the contract's own types (moved out
-//! of the guest once, never copied per message), plus the checks the host makes
-//! before delivering a batch.
+//! What a source produces, as the host sees it: the contract's batch as it comes out
+//! of the guest, the messages the host takes from it (their payloads copied out of
+//! the guest once, never again on their way to a target), plus the checks the host
+//! makes before delivering a batch.
 
 mod packed;
 
-pub use packed::{count as packed_count, unpack};
+pub use packed::count as packed_count;
 
 use std::collections::HashSet;
 
+use bytes::Bytes;
+
 use crate::config::Limits;
 use crate::guest_text;
-pub use crate::runtime::bindings::types::{
-    Batch, BatchResult, Header, HeaderValue, Int128, Message, Nack, NackReason, Uint128,
-};
+pub use crate::runtime::bindings::types::{Batch, BatchResult, Header, HeaderValue, Int128, Nack, NackReason, Uint128};
+
+/// One message of a batch, as the host delivers it: the contract's `message`, its
+/// payload shared bytes (a slice of the buffer a packed batch came in, or the list's
+/// own payload), so that handing it to a target copies nothing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message {
+    pub id: Option<Uint128>,
+    pub headers: Vec<Header>,
+    pub payload: Bytes,
+    pub origin_timestamp: Option<u64>,
+}
+
+impl From<crate::runtime::bindings::types::Message> for Message {
+    fn from(message: crate::runtime::bindings::types::Message) -> Self {
+        let crate::runtime::bindings::types::Message { id, headers, payload, origin_timestamp } = message;
+        Message { id, headers, payload: payload.into(), origin_timestamp }
+    }
+}
 
 impl Uint128 {
     pub fn get(&self) -> u128 {
@@ -100,11 +119,32 @@ pub fn assign_ids(messages: &mut [Message], source: IdSource<'_>) {
 pub const MAX_ORIGIN_TIMESTAMP: u64 = i64::MAX as u64;
 
 /// Take `batch`'s messages out of whichever form the guest carried them in (see
-/// [`packed`]), then [`check`] them: what the source loop delivers, or the rule the
-/// batch breaks.
-pub fn admit(batch: &mut Batch, limits: &Limits) -> Result<(), String> {
-    unpack(batch, limits)?;
-    check(&batch.messages, batch.staged_state.as_deref(), limits)
+/// [`packed`]), then [`check`] them with its staged cursor: what the source loop
+/// delivers, or the rule the batch breaks.
+pub fn admit(batch: Batch, limits: &Limits) -> Result<(Vec<Message>, Option<Vec<u8>>), String> {
+    let messages = messages(batch.messages, batch.packed, limits)?;
+    check(&messages, batch.staged_state.as_deref(), limits)?;
+    Ok((messages, batch.staged_state))
+}
+
+/// The messages of a batch, from its list or its packed buffer (one of them empty),
+/// refusing a buffer that does not decode or breaks the limits a decoder must keep.
+pub fn messages(
+    list: Vec<crate::runtime::bindings::types::Message>,
+    packed: Vec<u8>,
+    limits: &Limits,
+) -> Result<Vec<Message>, String> {
+    if packed.is_empty() {
+        return Ok(list.into_iter().map(Message::from).collect());
+    }
+    if !list.is_empty() {
+        return Err(format!(
+            "the batch carries messages both in `messages` ({}) and in `packed` ({} bytes): one of them must be empty",
+            list.len(),
+            packed.len()
+        ));
+    }
+    packed::unpack(Bytes::from(packed), limits)
 }
 
 /// Refuse a batch the contract forbids (a message repeating a header key, an origin
@@ -235,7 +275,9 @@ mod tests {
     }
 
     fn messages(n: usize) -> Vec<Message> {
-        (0..n).map(|_| Message { id: None, headers: vec![], payload: b"x".to_vec(), origin_timestamp: None }).collect()
+        (0..n)
+            .map(|_| Message { id: None, headers: vec![], payload: Bytes::from_static(b"x"), origin_timestamp: None })
+            .collect()
     }
 
     fn ids(messages: &[Message]) -> Vec<u128> {
@@ -276,7 +318,7 @@ mod tests {
     #[test]
     fn repeated_header_keys_are_refused() {
         let header = |key: &str| Header { key: key.into(), value: HeaderValue::Bool(true) };
-        let message = |headers| Message { id: None, headers, payload: vec![], origin_timestamp: None };
+        let message = |headers| Message { id: None, headers, payload: Bytes::new(), origin_timestamp: None };
         let limits = Limits::default();
         assert!(check(&[message(vec![header("a"), header("b")])], None, &limits).is_ok());
         let error = check(&[message(vec![]), message(vec![header("a"), header("a")])], None, &limits).unwrap_err();
@@ -294,7 +336,12 @@ mod tests {
         };
         let sized = |n: usize, bytes: usize| -> Vec<Message> {
             (0..n)
-                .map(|_| Message { id: None, headers: vec![], payload: vec![b'x'; bytes], origin_timestamp: None })
+                .map(|_| Message {
+                    id: None,
+                    headers: vec![],
+                    payload: vec![b'x'; bytes].into(),
+                    origin_timestamp: None,
+                })
                 .collect()
         };
         assert!(check(&sized(3, 6), Some(b"abcd"), &limits).is_ok(), "at every limit is within them");
@@ -306,7 +353,7 @@ mod tests {
         let with_header = Message {
             id: None,
             headers: vec![Header { key: "k".into(), value: HeaderValue::String("123456789".into()) }],
-            payload: vec![b'x'],
+            payload: Bytes::from_static(b"x"),
             origin_timestamp: None,
         };
         assert!(refused(&[with_header], None).contains("limits.max_message_bytes"), "headers count");
@@ -317,7 +364,7 @@ mod tests {
     }
 
     fn with_headers(headers: Vec<Header>) -> Message {
-        Message { id: None, headers, payload: vec![], origin_timestamp: None }
+        Message { id: None, headers, payload: Bytes::new(), origin_timestamp: None }
     }
 
     #[test]
@@ -351,7 +398,8 @@ mod tests {
 
     #[test]
     fn an_origin_timestamp_no_target_can_store_is_refused_naming_the_rule() {
-        let at = |origin: u64| Message { id: None, headers: vec![], payload: vec![], origin_timestamp: Some(origin) };
+        let at =
+            |origin: u64| Message { id: None, headers: vec![], payload: Bytes::new(), origin_timestamp: Some(origin) };
         assert!(check(&[at(MAX_ORIGIN_TIMESTAMP)], None, &Limits::default()).is_ok());
         let error = check(&[at(0), at(u64::MAX)], None, &Limits::default()).unwrap_err();
         assert!(error.starts_with("message 1 has origin-timestamp 18446744073709551615, past the latest"), "{error}");
@@ -395,7 +443,7 @@ mod tests {
                 .prop_map(|(headers, payload, origin_timestamp)| Message {
                     id: None,
                     headers,
-                    payload,
+                    payload: payload.into(),
                     origin_timestamp,
                 })
         }
@@ -457,7 +505,7 @@ mod tests {
                 cursor in proptest::option::of(proptest::collection::vec(any::<u8>(), 0..8)),
             ) {
                 let mut batch: Vec<Message> = given.iter().map(|id| Message {
-                    id: id.map(Uint128::from), headers: vec![], payload: vec![], origin_timestamp: None,
+                    id: id.map(Uint128::from), headers: vec![], payload: Bytes::new(), origin_timestamp: None,
                 }).collect();
                 assign_ids(&mut batch, IdSource::Cursor { connector: "k", committed_before: cursor.as_deref() });
                 for (message, given) in batch.iter().zip(&given) {
@@ -469,5 +517,27 @@ mod tests {
                 }
             }
         }
+    }
+
+    fn wire_message(payload: &[u8]) -> crate::runtime::bindings::types::Message {
+        crate::runtime::bindings::types::Message {
+            id: None,
+            headers: vec![],
+            payload: payload.to_vec(),
+            origin_timestamp: None,
+        }
+    }
+
+    #[test]
+    fn a_batch_takes_its_messages_from_its_list_or_its_buffer_never_both() {
+        let limits = Limits::default();
+        let listed = super::messages(vec![wire_message(b"p")], Vec::new(), &limits).unwrap();
+        assert_eq!(listed.len(), 1);
+        assert_eq!(&listed[0].payload[..], b"p");
+        assert!(super::messages(Vec::new(), Vec::new(), &limits).unwrap().is_empty(), "an empty batch");
+        let packed = vec![0, 1, 0, 0, 0, b'q'];
+        assert_eq!(&super::messages(Vec::new(), packed.clone(), &limits).unwrap()[0].payload[..], b"q");
+        let error = super::messages(vec![wire_message(b"p")], packed, &limits).unwrap_err();
+        assert!(error.contains("both in `messages` (1) and in `packed` (6 bytes)"), "{error}");
     }
 }

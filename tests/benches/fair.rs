@@ -320,7 +320,7 @@ async fn native_source(sender: Sender, cursor: impl CursorStore, shape: Shape) -
             .map(|seq| Message {
                 id: None,
                 headers: vec![],
-                payload: record::record(seq, shape.payload),
+                payload: record::record(seq, shape.payload).into(),
                 origin_timestamp: Some(now),
             })
             .collect();
@@ -370,7 +370,7 @@ fn to_iggy(message: Message, origin_timestamp: u64) -> IggyMessage {
         payload_length: message.payload.len() as u32,
         reserved: 0,
     };
-    IggyMessage { header, payload: message.payload.into(), user_headers: None }
+    IggyMessage { header, payload: message.payload, user_headers: None }
 }
 
 /// Microseconds since the epoch, as the guest reads its clock.

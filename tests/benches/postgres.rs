@@ -541,7 +541,7 @@ async fn native_source(
                             Header { key: "table".into(), value: HeaderValue::String(TABLE.into()) },
                             Header { key: "primary_key".into(), value: HeaderValue::Int64(row.id) },
                         ],
-                        payload: serde_json::to_vec(row).unwrap(),
+                        payload: serde_json::to_vec(row).unwrap().into(),
                         origin_timestamp: None,
                     })
                     .collect();

@@ -179,7 +179,7 @@ async fn fill(log: &Path, messages: u64, payload: usize) {
             .map(|n| Message {
                 id: Some(u128::from(n + 1).into()),
                 headers: vec![],
-                payload: format!("{{\"seq\":{n},\"text\":\"{text}\"}}").into_bytes(),
+                payload: format!("{{\"seq\":{n},\"text\":\"{text}\"}}").into_bytes().into(),
                 origin_timestamp: Some(1),
             })
             .collect();

@@ -49,7 +49,7 @@ impl FaultyTarget {
 impl Target for FaultyTarget {
     async fn deliver(&self, delivery: &Delivery) -> Result<Receipt, DeliveryError> {
         if self.failing.load(Ordering::SeqCst) {
-            self.refused.lock().unwrap().push(delivery.messages.iter().map(|m| m.payload.clone()).collect());
+            self.refused.lock().unwrap().push(delivery.messages.iter().map(|m| m.payload.to_vec()).collect());
             return Err(DeliveryError::Failed("injected fault: the target refused the batch".into()));
         }
         self.inner.deliver(delivery).await

@@ -12,7 +12,7 @@ pub fn seq_message(seq: u64) -> Message {
     Message {
         id: Some(Uint128::from(u128::from(seq) + 1)),
         headers: Vec::new(),
-        payload: format!("{{\"seq\":{seq}}}").into_bytes(),
+        payload: format!("{{\"seq\":{seq}}}").into_bytes().into(),
         origin_timestamp: None,
     }
 }

@@ -7,7 +7,11 @@
 //! anything is allocated for it, and the count of messages against the connector's
 //! limit before each one is taken.
 
-use super::{Batch, Header, HeaderValue, Int128, Message, Uint128};
+use std::ops::Range;
+
+use bytes::Bytes;
+
+use super::{Header, HeaderValue, Int128, Message, Uint128};
 use crate::config::Limits;
 
 /// Bit 0 of a message's flags: an id follows.
@@ -17,23 +21,12 @@ const HAS_ORIGIN_TIMESTAMP: u8 = 2;
 /// Bit 2 of a message's flags: headers follow.
 const HAS_HEADERS: u8 = 4;
 
-/// Move the messages packed in `batch.packed` into `batch.messages`, refusing a buffer
-/// that does not decode, or that holds more messages, or a message more headers, than
-/// `limits` allow (counted before they are decoded). Nothing to do for a batch that
-/// carries a list. The other limits are [`super::check`]'s, as for a list.
-pub fn unpack(batch: &mut Batch, limits: &Limits) -> Result<(), String> {
+/// The messages packed in `packed`, refusing a buffer that does not decode, or that
+/// holds more messages, or a message more headers, than `limits` allow (counted
+/// before they are decoded). Payloads are slices of `packed`: nothing is copied. The
+/// other limits are [`super::check`]'s, as for a list.
+pub fn unpack(packed: Bytes, limits: &Limits) -> Result<Vec<Message>, String> {
     let most = limits.max_messages_per_batch;
-    if batch.packed.is_empty() {
-        return Ok(());
-    }
-    if !batch.messages.is_empty() {
-        return Err(format!(
-            "the batch carries messages both in `messages` ({}) and in `packed` ({} bytes): one of them must be empty",
-            batch.messages.len(),
-            batch.packed.len()
-        ));
-    }
-    let packed = std::mem::take(&mut batch.packed);
     let mut reader = Reader { bytes: &packed, at: 0, most_headers: limits.max_headers_per_message };
     let mut messages = Vec::new();
     while reader.at < packed.len() {
@@ -43,11 +36,11 @@ pub fn unpack(batch: &mut Batch, limits: &Limits) -> Result<(), String> {
             ));
         }
         let (index, start) = (messages.len(), reader.at);
-        let message = reader.message().map_err(|what| format!("packed message {index} (at byte {start}): {what}"))?;
-        messages.push(message);
+        let Decoded { id, headers, payload, origin_timestamp } =
+            reader.message().map_err(|what| format!("packed message {index} (at byte {start}): {what}"))?;
+        messages.push(Message { id, headers, payload: packed.slice(payload), origin_timestamp });
     }
-    batch.messages = messages;
-    Ok(())
+    Ok(messages)
 }
 
 /// How many messages `packed` holds, as far as it decodes: a count for the status
@@ -61,6 +54,14 @@ pub fn count(packed: &[u8]) -> usize {
     count
 }
 
+/// A message as decoded, its payload where it is in the buffer.
+struct Decoded {
+    id: Option<Uint128>,
+    headers: Vec<Header>,
+    payload: Range<usize>,
+    origin_timestamp: Option<u64>,
+}
+
 /// A place in the packed buffer.
 struct Reader<'a> {
     bytes: &'a [u8],
@@ -70,7 +71,7 @@ struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
-    fn message(&mut self) -> Result<Message, String> {
+    fn message(&mut self) -> Result<Decoded, String> {
         let [flags] = self.take("its flags")?;
         if flags & !(HAS_ID | HAS_ORIGIN_TIMESTAMP | HAS_HEADERS) != 0 {
             return Err(format!(
@@ -90,8 +91,8 @@ impl<'a> Reader<'a> {
             _ => self.headers()?,
         };
         let length = self.length("its payload length")?;
-        let payload = self.slice(length, "its payload")?.to_vec();
-        Ok(Message { id, headers, payload, origin_timestamp })
+        self.slice(length, "its payload")?;
+        Ok(Decoded { id, headers, payload: self.at - length..self.at, origin_timestamp })
     }
 
     /// A count, then that many headers. The count is not trusted for an allocation:
@@ -159,7 +160,7 @@ impl<'a> Reader<'a> {
     fn skip_message(&mut self) -> Result<(), String> {
         let [flags] = self.take("its flags")?;
         if flags & HAS_HEADERS != 0 {
-            // Rare, and not worth a second walker: decode them.
+            // Not worth a second walker: decode the message.
             self.at -= 1;
             return self.message().map(drop);
         }
@@ -222,19 +223,17 @@ mod tests {
         packed
     }
 
-    fn batch(packed: Vec<u8>) -> Batch {
-        Batch { id: 1, messages: Vec::new(), packed, staged_state: None }
+    fn unpacked(packed: Vec<u8>, limits: &Limits) -> Result<Vec<Message>, String> {
+        unpack(Bytes::from(packed), limits)
     }
 
     #[test]
     fn packed_messages_come_out_as_the_list_would_carry_them() {
-        let mut batch = batch(pack(&[(None, None, b"a"), (Some(u128::MAX), Some(7), b""), (Some(3), None, b"xyz")]));
-        unpack(&mut batch, &most(10)).unwrap();
-        assert!(batch.packed.is_empty(), "the buffer is taken");
-        let got: Vec<_> = batch
-            .messages
+        let packed = pack(&[(None, None, b"a"), (Some(u128::MAX), Some(7), b""), (Some(3), None, b"xyz")]);
+        let messages = unpacked(packed, &most(10)).unwrap();
+        let got: Vec<_> = messages
             .iter()
-            .map(|m| (m.id.as_ref().map(Uint128::get), m.origin_timestamp, m.payload.as_slice(), m.headers.len()))
+            .map(|m| (m.id.as_ref().map(Uint128::get), m.origin_timestamp, &m.payload[..], m.headers.len()))
             .collect();
         assert_eq!(
             got,
@@ -243,20 +242,20 @@ mod tests {
     }
 
     #[test]
-    fn a_batch_with_a_list_or_nothing_is_left_as_it_is() {
-        let message = Message { id: None, headers: Vec::new(), payload: b"p".to_vec(), origin_timestamp: None };
-        let mut listed = Batch { id: 1, messages: vec![message.clone()], packed: Vec::new(), staged_state: None };
-        unpack(&mut listed, &most(10)).unwrap();
-        assert_eq!(listed.messages, vec![message]);
-        let mut empty = batch(Vec::new());
-        unpack(&mut empty, &most(10)).unwrap();
-        assert!(empty.messages.is_empty());
+    fn payloads_are_slices_of_the_buffer_not_copies() {
+        let packed = Bytes::from(pack(&[(None, None, b"abc"), (None, None, b"de")]));
+        let messages = unpack(packed.clone(), &most(10)).unwrap();
+        let within = |payload: &Bytes| {
+            let (start, end) = (payload.as_ptr() as usize, payload.as_ptr() as usize + payload.len());
+            start >= packed.as_ptr() as usize && end <= packed.as_ptr() as usize + packed.len()
+        };
+        assert!(messages.iter().all(|m| within(&m.payload)));
     }
 
     #[test]
     fn a_buffer_that_does_not_decode_is_refused_naming_the_message_and_the_byte() {
         let good = pack(&[(None, None, b"abc"), (Some(9), Some(1), b"de")]);
-        let refused = |packed: Vec<u8>| unpack(&mut batch(packed), &most(10)).unwrap_err();
+        let refused = |packed: Vec<u8>| unpacked(packed, &most(10)).unwrap_err();
 
         // Cut short at every length but the whole.
         for end in (1..good.len()).filter(|end| *end != 8) {
@@ -304,10 +303,9 @@ mod tests {
             ("float64", 14, (-1e300f64).to_le_bytes().to_vec(), HeaderValue::Float64(-1e300)),
         ];
         let encoded: Vec<(&str, u8, &[u8])> = values.iter().map(|(k, kind, v, _)| (*k, *kind, v.as_slice())).collect();
-        let mut batch = batch(with_headers(&encoded));
-        unpack(&mut batch, &Limits { max_headers_per_message: 15, ..Limits::default() }).unwrap();
-        let [message] = batch.messages.as_slice() else { panic!("one message") };
-        assert_eq!(message.payload, b"p");
+        let messages = unpacked(with_headers(&encoded), &Limits { max_headers_per_message: 15, ..Limits::default() });
+        let [message] = messages.unwrap().try_into().expect("one message");
+        assert_eq!(&message.payload[..], b"p");
         let expected: Vec<Header> =
             values.into_iter().map(|(key, _, _, value)| Header { key: key.into(), value }).collect();
         assert_eq!(message.headers, expected);
@@ -315,7 +313,7 @@ mod tests {
 
     #[test]
     fn bad_headers_are_refused_naming_the_header_and_the_rule() {
-        let refused = |headers: &[(&str, u8, &[u8])]| unpack(&mut batch(with_headers(headers)), &most(10)).unwrap_err();
+        let refused = |headers: &[(&str, u8, &[u8])]| unpacked(with_headers(headers), &most(10)).unwrap_err();
         assert_eq!(
             refused(&[("a", 2, &[1]), ("b", 15, &[])]),
             "packed message 0 (at byte 0): header 1: unknown kind 15 (0 to 14, the cases of header-value in order)"
@@ -323,7 +321,7 @@ mod tests {
         assert!(refused(&[("a", 2, &[2])]).ends_with("header 0: a bool of 2 (0 or 1)"));
         let mut bad_key = with_headers(&[("k", 2, &[1])]);
         bad_key[9] = 0xff;
-        assert!(unpack(&mut batch(bad_key), &most(10)).unwrap_err().contains("header 0: its key is not UTF-8"));
+        assert!(unpacked(bad_key, &most(10)).unwrap_err().contains("header 0: its key is not UTF-8"));
         let bad_text = [&1u32.to_le_bytes()[..], &[0xff]].concat();
         assert!(refused(&[("k", 1, &bad_text)]).contains("header 0: its value is not UTF-8"));
 
@@ -331,7 +329,7 @@ mod tests {
         let many: Vec<(String, u8, &[u8])> = (0..65).map(|i| (format!("k{i}"), 2, &[1][..])).collect();
         let many: Vec<(&str, u8, &[u8])> = many.iter().map(|(k, kind, v)| (k.as_str(), *kind, *v)).collect();
         assert_eq!(
-            unpack(&mut batch(with_headers(&many)), &Limits::default()).unwrap_err(),
+            unpacked(with_headers(&many), &Limits::default()).unwrap_err(),
             "packed message 0 (at byte 0): it has 65 headers, over limits.max_headers_per_message (64)"
         );
     }
@@ -347,17 +345,8 @@ mod tests {
     #[test]
     fn more_messages_than_the_limit_are_refused_before_the_rest_is_read() {
         let packed = pack(&[(None, None, &b""[..]); 4]);
-        assert!(unpack(&mut batch(packed.clone()), &most(4)).is_ok());
-        let error = unpack(&mut batch(packed), &most(3)).unwrap_err();
+        assert!(unpacked(packed.clone(), &most(4)).is_ok());
+        let error = unpacked(packed, &most(3)).unwrap_err();
         assert_eq!(error, "the batch has more than 3 messages, over limits.max_messages_per_batch (3)");
-    }
-
-    #[test]
-    fn messages_in_both_forms_are_refused() {
-        let message = Message { id: None, headers: Vec::new(), payload: b"p".to_vec(), origin_timestamp: None };
-        let mut both =
-            Batch { id: 1, messages: vec![message], packed: pack(&[(None, None, b"q")]), staged_state: None };
-        let error = unpack(&mut both, &most(10)).unwrap_err();
-        assert!(error.contains("both in `messages` (1) and in `packed` (6 bytes)"), "{error}");
     }
 }

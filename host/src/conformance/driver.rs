@@ -7,7 +7,7 @@
 use std::fmt;
 
 use super::Subject;
-use crate::batch::{self, Batch, BatchResult, Nack, NackReason};
+use crate::batch::{self, Batch, BatchResult, Message, Nack, NackReason};
 use crate::runtime::{CallError, SourceInstance, SourceWorld};
 
 /// How many polls in a row may return nothing (or an error) before the kit gives
@@ -35,6 +35,14 @@ impl fmt::Display for Stop {
             Stop::Dry(why) => f.write_str(why),
         }
     }
+}
+
+/// A batch as the kit took it: its messages out of whichever form the guest sent
+/// them in.
+pub struct Polled {
+    pub id: u64,
+    pub messages: Vec<Message>,
+    pub staged_state: Option<Vec<u8>>,
 }
 
 /// A source instance under test.
@@ -76,7 +84,7 @@ impl Subject<'_, SourceWorld> {
     }
 
     /// A fresh instance opened with `committed`, and its first batch (outstanding).
-    pub async fn first_batch(&self, committed: Option<Vec<u8>>) -> Result<(Source, Batch), Stop> {
+    pub async fn first_batch(&self, committed: Option<Vec<u8>>) -> Result<(Source, Polled), Stop> {
         let mut source = self.open(committed).await?;
         let batch = source.poll().await?;
         Ok((source, batch))
@@ -84,7 +92,7 @@ impl Subject<'_, SourceWorld> {
 
     /// A fresh instance with its first `acked` batches ACKed, and the batch after
     /// them (outstanding).
-    pub async fn batch_after(&self, acked: usize) -> Result<(Source, Batch), Stop> {
+    pub async fn batch_after(&self, acked: usize) -> Result<(Source, Polled), Stop> {
         let mut source = self.advanced(acked).await?;
         let batch = source.poll().await?;
         Ok((source, batch))
@@ -99,19 +107,22 @@ impl Source {
     /// The next batch. A poll that returns nothing, or an error (which the host
     /// counts like a NACK and backs off from), is made again after the poll
     /// interval, up to [`MAX_POLLS`] polls.
-    pub async fn poll(&mut self) -> Result<Batch, Stop> {
+    pub async fn poll(&mut self) -> Result<Polled, Stop> {
         assert!(self.outstanding.is_none(), "the kit polled with a batch outstanding (rule 2)");
         let mut last_error = None;
         for _ in 0..MAX_POLLS {
             match self.instance.poll().await {
-                Ok(Some(mut batch)) => {
-                    self.outstanding = Some((batch.id, batch.staged_state.clone()));
+                Ok(Some(batch)) => {
+                    let Batch { id, messages, packed, staged_state } = batch;
+                    self.outstanding = Some((id, staged_state.clone()));
                     // The kit compares messages, whichever form the guest sent them in.
-                    if let Err(rule) = batch::unpack(&mut batch, &self.limits) {
-                        let message = format!("the host would refuse the batch (nack(rejected)): {rule}");
-                        return Err(Stop::Broke(CallError::Failed { call: "poll", message }));
-                    }
-                    return Ok(batch);
+                    return match batch::messages(messages, packed, &self.limits) {
+                        Ok(messages) => Ok(Polled { id, messages, staged_state }),
+                        Err(rule) => {
+                            let message = format!("the host would refuse the batch (nack(rejected)): {rule}");
+                            Err(Stop::Broke(CallError::Failed { call: "poll", message }))
+                        }
+                    };
                 }
                 Ok(None) => {}
                 Err(CallError::Failed { message, .. }) => last_error = Some(message),

@@ -25,7 +25,7 @@ pub struct Record {
 impl Record {
     pub fn of(message: &Message) -> Record {
         let id = message.id.as_ref().map(|id| id.get()).filter(|&id| id != 0);
-        Record { id, payload: message.payload.clone() }
+        Record { id, payload: message.payload.to_vec() }
     }
 
     /// Every record of `messages`.
@@ -128,7 +128,8 @@ mod tests {
     #[test]
     fn an_id_of_zero_is_no_id() {
         use crate::batch::{Message, Uint128};
-        let message = |id| Message { id, headers: vec![], payload: b"p".to_vec(), origin_timestamp: None };
+        let message =
+            |id| Message { id, headers: vec![], payload: bytes::Bytes::from_static(b"p"), origin_timestamp: None };
         assert_eq!(Record::of(&message(Some(Uint128::from(0u128)))), Record::of(&message(None)));
         assert_eq!(Record::of(&message(Some(Uint128::from(9u128)))).id, Some(9));
     }

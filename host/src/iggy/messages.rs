@@ -27,12 +27,13 @@ use crate::sink::input::StoredMessage;
 /// Built field by field rather than with `IggyMessage::builder()`, which for every
 /// message copies the payload into an allocation of its own, builds a map of typed
 /// headers (two allocations per header) only to encode it to bytes, and reads the
-/// clock. Here the payloads and encoded headers of the whole send are written once
-/// into one buffer and each message's `Bytes` is a slice of it; the headers are
-/// encoded straight to Iggy's wire format, in the order of Iggy's own map (by key;
-/// of a key given twice the last value), so the bytes on the wire are the same.
+/// clock. Here each payload is the message's own `Bytes`, shared, not copied; the
+/// encoded headers of the whole send are written once into one buffer and each
+/// message's are a slice of it, encoded straight to Iggy's wire format, in the order
+/// of Iggy's own map (by key; of a key given twice the last value), so the bytes on
+/// the wire are the same.
 pub fn to_iggy(batch: &[Message], indexes: &[usize], now: u64) -> Result<Vec<IggyMessage>, String> {
-    let size = indexes.iter().map(|&index| wire_size(&batch[index])).sum();
+    let size = indexes.iter().map(|&index| headers_size(&batch[index])).sum();
     let mut buffer = BytesMut::with_capacity(size);
     let mut sorted = Vec::new();
     let mut converted = Vec::with_capacity(indexes.len());
@@ -47,8 +48,7 @@ pub fn to_iggy(batch: &[Message], indexes: &[usize], now: u64) -> Result<Vec<Igg
         if message.payload.len() > MAX_PAYLOAD_SIZE as usize {
             return Err(refused(IggyError::TooBigMessagePayload));
         }
-        buffer.extend_from_slice(&message.payload);
-        let payload = buffer.split().freeze();
+        let payload = message.payload.clone();
         let user_headers = if message.headers.is_empty() {
             None
         } else {
@@ -74,11 +74,11 @@ pub fn to_iggy(batch: &[Message], indexes: &[usize], now: u64) -> Result<Vec<Igg
     Ok(converted)
 }
 
-/// The bytes `message` takes in the buffer of [`to_iggy`]: its payload and its headers
-/// as Iggy encodes them (per header: kind, length and bytes of the key, then of the value).
-fn wire_size(message: &Message) -> usize {
+/// The bytes `message` takes in the buffer of [`to_iggy`]: its headers as Iggy encodes
+/// them (per header: kind, length and bytes of the key, then of the value).
+fn headers_size(message: &Message) -> usize {
     let header = |h: &Header| 1 + 4 + h.key.len() + 1 + 4 + wire_value(&h.value, &mut [0; 16]).1.len();
-    message.payload.len() + message.headers.iter().map(header).sum::<usize>()
+    message.headers.iter().map(header).sum::<usize>()
 }
 
 /// Whether Iggy takes every header: keys, and text or raw values, of 1 to 255 bytes.
@@ -256,7 +256,12 @@ mod tests {
     use crate::batch::{Header, Int128, Uint128};
 
     fn message(id: u128, headers: Vec<Header>) -> Message {
-        Message { id: Some(Uint128::from(id)), headers, payload: b"{}".to_vec(), origin_timestamp: Some(42) }
+        Message {
+            id: Some(Uint128::from(id)),
+            headers,
+            payload: bytes::Bytes::from_static(b"{}"),
+            origin_timestamp: Some(42),
+        }
     }
 
     fn topic(partitions: Vec<u32>) -> TopicInfo {
@@ -302,7 +307,7 @@ mod tests {
 
     #[test]
     fn what_iggy_cannot_carry_is_an_error_naming_the_message() {
-        let empty = Message { id: None, headers: vec![], payload: vec![], origin_timestamp: None };
+        let empty = Message { id: None, headers: vec![], payload: bytes::Bytes::new(), origin_timestamp: None };
         let batch = [message(1, vec![]), message(2, vec![]), message(3, vec![]), empty];
         let error = to_iggy(&batch, &[0, 3], 0).unwrap_err();
         assert!(error.starts_with("message 3: Iggy refuses it"), "{error}");
@@ -323,7 +328,7 @@ mod tests {
                 headers: (0..i % 3)
                     .map(|h| Header { key: format!("h{h}"), value: HeaderValue::String("v".repeat(i as usize + 1)) })
                     .collect(),
-                payload: vec![i as u8; i as usize + 1],
+                payload: vec![i as u8; i as usize + 1].into(),
                 origin_timestamp: None,
             })
             .collect();
@@ -365,7 +370,7 @@ mod tests {
         };
         let mut built = IggyMessage::builder()
             .maybe_id(message.id.as_ref().map(|id| id.get()))
-            .payload(bytes::Bytes::copy_from_slice(&message.payload))
+            .payload(message.payload.clone())
             .maybe_user_headers(headers)
             .build()
             .map_err(|e| at(format!("Iggy refuses it: {e}")))?;
@@ -433,7 +438,7 @@ mod tests {
                 .prop_map(|(id, headers, payload, origin_timestamp)| Message {
                     id: id.map(Uint128::from),
                     headers,
-                    payload,
+                    payload: payload.into(),
                     origin_timestamp,
                 })
         }

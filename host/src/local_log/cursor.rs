@@ -198,7 +198,8 @@ mod tests {
     /// A batch of `count` messages for `topics` of stream `s`, staging `state` as
     /// generation `generation` of `lineage`.
     fn batch(topics: &[&str], count: usize, lineage: u128, generation: u64, state: &str) -> Delivery {
-        let message = |n: usize| Message { id: None, headers: vec![], payload: vec![n as u8], origin_timestamp: None };
+        let message =
+            |n: usize| Message { id: None, headers: vec![], payload: vec![n as u8].into(), origin_timestamp: None };
         Delivery {
             connector: KEY.into(),
             streams: topics.iter().map(|t| StreamConfig::new("s", *t)).collect(),

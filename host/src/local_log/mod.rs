@@ -150,7 +150,7 @@ fn append(
                 next + index as u64,
                 id,
                 headers,
-                message.payload,
+                &message.payload[..],
                 message.origin_timestamp,
                 appended_at,
                 connector
@@ -172,7 +172,7 @@ mod tests {
     use crate::config::StreamConfig;
 
     fn message(payload: &[u8]) -> Message {
-        Message { id: None, headers: vec![], payload: payload.to_vec(), origin_timestamp: None }
+        Message { id: None, headers: vec![], payload: bytes::Bytes::copy_from_slice(payload), origin_timestamp: None }
     }
 
     fn delivery(streams: &[(&str, &str)], messages: Vec<Message>) -> Delivery {

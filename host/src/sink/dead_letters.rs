@@ -71,7 +71,7 @@ pub fn letters(connector: &str, batch: &SinkBatch, dead: &[(usize, String)]) -> 
             Message {
                 id: Some(original.id),
                 headers,
-                payload: original.payload.clone(),
+                payload: original.payload.clone().into(),
                 origin_timestamp: original.origin_timestamp,
             }
         })
@@ -105,7 +105,7 @@ mod tests {
         let letters = letters("pg", &batch, &[(1, "bad\nrow".into())]);
         assert_eq!(letters.len(), 1);
         let letter = &letters[0];
-        assert_eq!((letter.id.map(|id| id.get()), letter.payload.as_slice()), (Some(1011), &b"m11"[..]));
+        assert_eq!((letter.id.map(|id| id.get()), &letter.payload[..]), (Some(1011), &b"m11"[..]));
         assert_eq!(letter.origin_timestamp, Some(7));
         let value = |key: &str| letter.headers.iter().find(|h| h.key == key).map(|h| h.value.clone());
         assert_eq!(value("customer"), Some(kept.value));

@@ -96,16 +96,16 @@ impl SourceLoop<'_> {
     }
 
     /// Deliver the batch and commit its cursor; the verdict for `on-batch-result`.
-    async fn settle(&mut self, mut batch: Batch) -> BatchResult {
+    async fn settle(&mut self, batch: Batch) -> BatchResult {
         let id = batch.id;
         let nack = |reason: NackReason, detail: String| {
             self.status.nacked(id, reason, &detail);
             BatchResult::Nack(Nack { reason, detail })
         };
-        if let Err(rule) = batch::admit(&mut batch, &self.connector.sandbox.limits) {
-            return nack(NackReason::Rejected, rule);
-        }
-        let Batch { mut messages, staged_state, .. } = batch;
+        let (mut messages, staged_state) = match batch::admit(batch, &self.connector.sandbox.limits) {
+            Ok(admitted) => admitted,
+            Err(rule) => return nack(NackReason::Rejected, rule),
+        };
         let ids = match staged_state {
             Some(_) => IdSource::Cursor { connector: &self.connector.key, committed_before: self.committed.as_deref() },
             None => IdSource::Random,

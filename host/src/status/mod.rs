@@ -241,6 +241,9 @@ pub struct StatusBoard {
     meters: Mutex<BTreeMap<String, Arc<Meters>>>,
     events: broadcast::Sender<Event>,
     changed: Notify,
+    /// Notified when a connector's phase changes, which is rare: a waiter on it is not
+    /// woken for every batch, as one on the events is.
+    phase_changed: Notify,
     started_at_micros: u64,
 }
 
@@ -251,6 +254,7 @@ impl StatusBoard {
             meters: Mutex::new(BTreeMap::new()),
             events: broadcast::channel(4096).0,
             changed: Notify::new(),
+            phase_changed: Notify::new(),
             started_at_micros: now_micros(),
         })
     }
@@ -325,6 +329,20 @@ impl StatusBoard {
         self.changed.notified().await
     }
 
+    /// Wait until connector `key` is in `phase` (at once if it is). Woken only by
+    /// changes of phase, never by the batches in between: for a benchmark's clock, or
+    /// anything else that must not cost the connector a wake-up per batch.
+    pub async fn wait_for_phase(&self, key: &str, phase: Phase) {
+        loop {
+            // Made before the look, so that a change right after it is not missed.
+            let changed = self.phase_changed.notified();
+            if self.lock().get(key).is_some_and(|status| status.phase == phase) {
+                return;
+            }
+            changed.await;
+        }
+    }
+
     pub fn started_at_micros(&self) -> u64 {
         self.started_at_micros
     }
@@ -351,4 +369,45 @@ pub fn format_micros(micros: u64) -> String {
 
 pub(crate) fn now_micros() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::future::Future;
+    use std::pin::pin;
+    use std::sync::atomic::AtomicUsize;
+    use std::task::{Context, Poll, Wake, Waker};
+
+    use super::*;
+
+    /// A waker that counts how often it was woken.
+    #[derive(Default)]
+    struct Counting(AtomicUsize);
+
+    impl Wake for Counting {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn a_wait_for_a_phase_is_woken_by_changes_of_phase_only() {
+        let board = StatusBoard::new();
+        let reporter = board.reporter("k", Role::Source, None, None);
+        reporter.running();
+        let woken = Arc::new(Counting::default());
+        let waker = Waker::from(woken.clone());
+        let mut context = Context::from_waker(&waker);
+        let mut waiting = pin!(board.wait_for_phase("k", Phase::Idle));
+        assert_eq!(waiting.as_mut().poll(&mut context), Poll::Pending, "running, not idle");
+        for batch in 1..=100 {
+            reporter.acked(batch, 10, 100, Some(batch));
+        }
+        assert_eq!(woken.0.load(Ordering::SeqCst), 0, "batches are no change of phase: no wake-up");
+        reporter.idle();
+        assert_eq!(woken.0.load(Ordering::SeqCst), 1, "idle: woken once");
+        assert_eq!(waiting.as_mut().poll(&mut context), Poll::Ready(()));
+        let mut again = pin!(board.wait_for_phase("k", Phase::Idle));
+        assert_eq!(again.as_mut().poll(&mut context), Poll::Ready(()), "already idle: at once");
+    }
 }

@@ -114,7 +114,11 @@ impl Reporter {
 
     fn update(&self, event: Event, change: impl FnOnce(&mut ConnectorStatus)) {
         if let Some(status) = self.board.lock().get_mut(&*self.key) {
+            let before = status.phase;
             change(status);
+            if status.phase != before {
+                self.board.phase_changed.notify_waiters();
+            }
         }
         self.board.changed.notify_one();
         // Nobody listening is fine.
