@@ -16,7 +16,12 @@ use crate::postgres_sink::{drain, sink_with, wait_written};
 
 /// A message with id `id` and `payload`.
 fn message(id: u128, payload: &str, origin_timestamp: Option<u64>) -> Message {
-    Message { id: Some(Uint128::from(id)), headers: Vec::new(), payload: payload.as_bytes().to_vec().into(), origin_timestamp }
+    Message {
+        id: Some(Uint128::from(id)),
+        headers: Vec::new(),
+        payload: payload.as_bytes().to_vec().into(),
+        origin_timestamp,
+    }
 }
 
 /// The single text value `sql` returns (NULL as "").

@@ -159,13 +159,26 @@ impl<'a> Reader<'a> {
 
     fn skip_message(&mut self) -> Result<(), String> {
         let [flags] = self.take("its flags")?;
-        if flags & HAS_HEADERS != 0 {
-            // Not worth a second walker: decode the message.
-            self.at -= 1;
-            return self.message().map(drop);
-        }
         let fixed = if flags & HAS_ID != 0 { 16 } else { 0 } + if flags & HAS_ORIGIN_TIMESTAMP != 0 { 8 } else { 0 };
         self.slice(fixed, "its id and origin timestamp")?;
+        if flags & HAS_HEADERS != 0 {
+            // Walked, not decoded: nothing is allocated for a count.
+            for _ in 0..self.length("its header count")? {
+                let key = self.length("its key length")?;
+                self.slice(key, "its key")?;
+                let [kind] = self.take("its kind")?;
+                let value = match kind {
+                    0 | 1 => self.length("its value length")?,
+                    2 | 3 | 8 => 1,
+                    4 | 9 => 2,
+                    5 | 10 | 13 => 4,
+                    6 | 11 | 14 => 8,
+                    7 | 12 => 16,
+                    other => return Err(format!("unknown kind {other}")),
+                };
+                self.slice(value, "its value")?;
+            }
+        }
         let length = self.length("its payload length")?;
         self.slice(length, "its payload").map(drop)
     }
@@ -336,10 +349,16 @@ mod tests {
 
     #[test]
     fn the_count_is_of_the_messages_that_decode() {
-        let good = pack(&[(None, None, b"abc"), (Some(9), Some(1), b"de"), (None, Some(2), b"")]);
+        let mut good = pack(&[(None, None, b"abc"), (Some(9), Some(1), b"de"), (None, Some(2), b"")]);
         assert_eq!(count(&good), 3);
         assert_eq!(count(&good[..good.len() - 1]), 2, "the last one cut short");
         assert_eq!(count(&[]), 0);
+        let text = [&2u32.to_le_bytes()[..], b"ab"].concat();
+        let headers: [(&str, u8, &[u8]); 3] = [("s", 1, &text), ("u", 7, &[0; 16]), ("b", 2, &[1])];
+        good.extend(with_headers(&headers));
+        assert_eq!(count(&good), 4, "headers of every size are walked over");
+        good.extend(with_headers(&[("x", 15, &[])]));
+        assert_eq!(count(&good), 4, "an unknown kind ends the count");
     }
 
     #[test]

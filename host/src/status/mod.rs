@@ -329,14 +329,15 @@ impl StatusBoard {
         self.changed.notified().await
     }
 
-    /// Wait until connector `key` is in `phase` (at once if it is). Woken only by
-    /// changes of phase, never by the batches in between: for a benchmark's clock, or
-    /// anything else that must not cost the connector a wake-up per batch.
-    pub async fn wait_for_phase(&self, key: &str, phase: Phase) {
+    /// Wait until connector `key`'s status is `done` (at once if it is), looked at now
+    /// and after every change of its phase, never at the batches in between: for a
+    /// benchmark's clock, or anything else that must not cost the connector a wake-up
+    /// per batch. So `done` must turn true with a change of phase (going idle, say).
+    pub async fn wait_until(&self, key: &str, done: impl Fn(&ConnectorStatus) -> bool) {
         loop {
             // Made before the look, so that a change right after it is not missed.
             let changed = self.phase_changed.notified();
-            if self.lock().get(key).is_some_and(|status| status.phase == phase) {
+            if self.lock().get(key).is_some_and(&done) {
                 return;
             }
             changed.await;
@@ -391,14 +392,14 @@ mod tests {
     }
 
     #[test]
-    fn a_wait_for_a_phase_is_woken_by_changes_of_phase_only() {
+    fn a_wait_is_woken_by_changes_of_phase_only() {
         let board = StatusBoard::new();
         let reporter = board.reporter("k", Role::Source, None, None);
         reporter.running();
         let woken = Arc::new(Counting::default());
         let waker = Waker::from(woken.clone());
         let mut context = Context::from_waker(&waker);
-        let mut waiting = pin!(board.wait_for_phase("k", Phase::Idle));
+        let mut waiting = pin!(board.wait_until("k", |status| status.phase == Phase::Idle));
         assert_eq!(waiting.as_mut().poll(&mut context), Poll::Pending, "running, not idle");
         for batch in 1..=100 {
             reporter.acked(batch, 10, 100, Some(batch));
@@ -407,7 +408,7 @@ mod tests {
         reporter.idle();
         assert_eq!(woken.0.load(Ordering::SeqCst), 1, "idle: woken once");
         assert_eq!(waiting.as_mut().poll(&mut context), Poll::Ready(()));
-        let mut again = pin!(board.wait_for_phase("k", Phase::Idle));
+        let mut again = pin!(board.wait_until("k", |status| status.phase == Phase::Idle));
         assert_eq!(again.as_mut().poll(&mut context), Poll::Ready(()), "already idle: at once");
     }
 }
