@@ -97,6 +97,8 @@
 //! [`bindings::iggy::connector::postgres`]; [`sql`] quotes table and column names for
 //! the statements' text (values are bound as parameters) and words the import's errors
 //! for the operator's log (see `connectors/postgres-source` and `connectors/postgres-sink`).
+//! A connector reading many rows asks for them packed (`query_packed`) and reads them
+//! in place with [`rows::Table`], rather than as a value per allocation.
 //!
 //! ## Building
 //!
@@ -111,6 +113,7 @@ mod json;
 pub mod log;
 mod message;
 mod packed;
+pub mod rows;
 mod sink;
 mod sink_driver;
 mod source;

@@ -172,7 +172,7 @@ pub fn check(messages: &[Message], staged_state: Option<&[u8]>, limits: &Limits)
             limits.max_state_bytes
         ));
     }
-    let mut keys = HashSet::with_capacity(limits.max_headers_per_message.min(1024) as usize);
+    let mut keys = HashSet::new();
     let mut batch_bytes = 0u64;
     for (index, message) in messages.iter().enumerate() {
         check_headers(index, &message.headers, limits, &mut keys)?;
@@ -203,6 +203,10 @@ pub fn check(messages: &[Message], staged_state: Option<&[u8]>, limits: &Limits)
     Ok(())
 }
 
+/// Up to this many headers, a message's keys are compared pair by pair (at most 28
+/// comparisons) rather than hashed.
+const FEW_HEADERS: usize = 8;
+
 /// One message's headers: within their caps (count first, then bytes), and no key
 /// twice. `keys` is scratch space, reused from message to message.
 fn check_headers<'a>(
@@ -225,10 +229,20 @@ fn check_headers<'a>(
             limits.max_header_bytes
         ));
     }
+    let repeated = |key: &str| format!("message {index} repeats the header key {}", guest_text::quote(key));
+    if headers.len() <= FEW_HEADERS {
+        // Most messages have a few headers: comparing each pair is cheaper than hashing.
+        for (at, header) in headers.iter().enumerate() {
+            if headers[..at].iter().any(|earlier| earlier.key == header.key) {
+                return Err(repeated(&header.key));
+            }
+        }
+        return Ok(());
+    }
     keys.clear();
     for header in headers {
         if !keys.insert(header.key.as_str()) {
-            return Err(format!("message {index} repeats the header key {}", guest_text::quote(&header.key)));
+            return Err(repeated(&header.key));
         }
     }
     Ok(())
@@ -323,6 +337,15 @@ mod tests {
         assert!(check(&[message(vec![header("a"), header("b")])], None, &limits).is_ok());
         let error = check(&[message(vec![]), message(vec![header("a"), header("a")])], None, &limits).unwrap_err();
         assert!(error.contains("message 1") && error.contains("\"a\""), "{error}");
+        // Past FEW_HEADERS the keys are hashed: the same rule, the same error.
+        let many = |repeat: Option<&str>| {
+            let mut headers: Vec<Header> = (0..20).map(|i| header(&format!("k{i}"))).collect();
+            headers.extend(repeat.map(header));
+            message(headers)
+        };
+        assert!(check(&[many(None)], None, &limits).is_ok());
+        let error = check(&[many(Some("k7"))], None, &limits).unwrap_err();
+        assert_eq!(error, "message 0 repeats the header key \"k7\"");
     }
 
     #[test]

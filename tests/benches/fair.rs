@@ -50,7 +50,8 @@
 //! Every run starts from a fresh log, state directory and topic; the first batch is
 //! left out of the clock (opening, connecting); ferry's clock runs from its first
 //! ACK to the moment it goes idle, the native one from its first commit to its last.
-//! Each side runs three times per shape, taking turns to go first
+//! Each side runs three times per shape (`FERRY_BENCH_ROUNDS` sets another number),
+//! taking turns to go first
 //! (`ferry_tests::bench::compare`): printed are the medians, the ratio
 //! `ferry / native` of the medians, and the lowest and highest ratio of a round's
 //! pair. The machine may be busy with other work; the ratio within one run is what
@@ -100,7 +101,7 @@ const INTERVAL: Durability = Durability::Interval(Duration::from_secs(1));
 fn main() {
     let scale = bench::scale();
     let b = Bench::start();
-    println!("scale {scale}; each side three times per shape, taking turns to go first");
+    println!("scale {scale}; each side {} times per shape, taking turns to go first", bench::rounds());
     println!();
     println!(
         "{:<9} {:>5} {:>7} {:>7} {:>12} {:>12} {:>9} {:>9}  ratio ferry/native (of the medians; lowest-highest of the pairs)",
@@ -341,7 +342,7 @@ async fn native_source(sender: Sender, cursor: impl CursorStore, shape: Shape) -
                         state: state.clone(),
                     }),
                 };
-                log.deliver(&delivery).await.expect("appending to the log")
+                log.deliver(delivery).await.expect("appending to the log")
             }
             Sender::Iggy(client, stream, topic) => {
                 let mut messages: Vec<IggyMessage> = messages.into_iter().map(|m| to_iggy(m, now)).collect();

@@ -55,11 +55,11 @@
 //!
 //! Every run starts from a fresh log, state directory, topic or table; the first
 //! batch of every run is left out of the clock (connecting, preparing). Each side
-//! runs three times, taking turns to go first; the medians are printed with the
-//! ratio `ferry / native` of the medians and the lowest and highest ratio of a
-//! round's pair. Both sides run as tasks of one tokio runtime in this process
-//! (the native loops are spawned, as a connector's loop is), against the same
-//! servers.
+//! runs three times (`FERRY_BENCH_ROUNDS`), taking turns to go first; the medians
+//! are printed with the ratio `ferry / native` of the medians and the lowest and
+//! highest ratio of a round's pair. Both sides run as tasks of one tokio runtime
+//! in this process (the native loops are spawned, as a connector's loop is),
+//! against the same servers.
 //!
 //! The sinks write 100,000 messages a run (they move fewer rows a second). With
 //! `FERRY_BENCH_SCALE=0.1` everything moves a tenth of that (a quick look; at
@@ -458,7 +458,7 @@ impl Bench {
             assert_eq!(ferry.0, messages.to_string(), "every message one row");
             assert_eq!(ferry, native, "the same rows");
             for side in ["ferry", "native"] {
-                for run in 0..bench::ROUNDS {
+                for run in 0..bench::rounds() {
                     client.batch_execute(&format!("DROP TABLE {}", sink_table(from, side, batch, run))).await.unwrap();
                 }
             }
@@ -551,7 +551,7 @@ async fn native_source(
                     messages: Arc::new(messages),
                     cursor: None,
                 };
-                log.deliver(&delivery).await.expect("appending to the log")
+                log.deliver(delivery).await.expect("appending to the log")
             }
             Sender::Iggy(client, stream, topic) => {
                 let mut messages = rows

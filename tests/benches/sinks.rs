@@ -14,10 +14,10 @@
 //! * `native-file`: the same lines (the same fields, built with `serde_json`) appended
 //!   and fsynced by a plain loop, then the position stored the same way.
 //!
-//! Both sides run in one process on the same data, three times each, taking turns
-//! to go first (this machine is noisy); the medians are printed, and the ratio
-//! `ferry / native` of the medians (the cost of the sandboxed host) with the lowest
-//! and highest ratio of a round's pair. Printed: messages/s, MB/s of payload, µs per
+//! Both sides run in one process on the same data, three times each
+//! (`FERRY_BENCH_ROUNDS`), taking turns to go first (this machine is noisy); the
+//! medians are printed, and the ratio `ferry / native` of the medians (the cost of
+//! the sandboxed host) with the lowest and highest ratio of a round's pair. Printed: messages/s, MB/s of payload, µs per
 //! batch.
 //!
 //! With `FERRY_TEST_IGGY_SERVER` set (see `ferry_tests::iggy_server`), the same four
@@ -190,7 +190,7 @@ async fn fill(log: &Path, messages: u64, payload: usize) {
             messages: Arc::new(chunk),
             cursor: None,
         };
-        target.deliver(&delivery).await.expect("filling the log");
+        target.deliver(delivery).await.expect("filling the log");
     }
 }
 

@@ -66,16 +66,22 @@ impl Measured {
     }
 }
 
-/// How many times each side runs: the machine is noisy (a VM sharing its disk), so
-/// each side runs `ROUNDS` times, the two taking turns to go first, and the median
-/// of each is compared.
+/// How many times each side runs by default: the machine is noisy (a VM sharing its
+/// disk), so each side runs [`rounds`] times, the two taking turns to go first, and
+/// the median of each is compared.
 pub const ROUNDS: u32 = 3;
+
+/// The rounds per comparison: `FERRY_BENCH_ROUNDS` (odd numbers give a true
+/// median), or [`ROUNDS`]. More rounds steady the medians on a busy machine.
+pub fn rounds() -> u32 {
+    std::env::var("FERRY_BENCH_ROUNDS").ok().and_then(|r| r.parse().ok()).filter(|&r| r > 0).unwrap_or(ROUNDS)
+}
 
 /// The median runs of `ferry` and of `native` (each given its round, for names of
 /// its own), and the ratio of each round's pair.
 pub fn compare(mut ferry: impl FnMut(u32) -> Measured, mut native: impl FnMut(u32) -> Measured) -> (Rounds, Rounds) {
     let (mut ferries, mut natives) = (Vec::new(), Vec::new());
-    for run in 0..ROUNDS {
+    for run in 0..rounds() {
         if run % 2 == 0 {
             ferries.push(ferry(run));
             natives.push(native(run));

@@ -47,7 +47,7 @@ impl FaultyTarget {
 
 #[async_trait]
 impl Target for FaultyTarget {
-    async fn deliver(&self, delivery: &Delivery) -> Result<Receipt, DeliveryError> {
+    async fn deliver(&self, delivery: Delivery) -> Result<Receipt, DeliveryError> {
         if self.failing.load(Ordering::SeqCst) {
             self.refused.lock().unwrap().push(delivery.messages.iter().map(|m| m.payload.to_vec()).collect());
             return Err(DeliveryError::Failed("injected fault: the target refused the batch".into()));
@@ -146,7 +146,7 @@ impl GatedTarget {
 
 #[async_trait]
 impl Target for GatedTarget {
-    async fn deliver(&self, delivery: &Delivery) -> Result<Receipt, DeliveryError> {
+    async fn deliver(&self, delivery: Delivery) -> Result<Receipt, DeliveryError> {
         self.gate.pass(message_seqs(&delivery.messages)).await;
         self.inner.deliver(delivery).await
     }

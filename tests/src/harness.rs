@@ -167,7 +167,7 @@ impl Harness {
             messages: Arc::new(messages),
             cursor: None,
         };
-        self.log.deliver(&delivery).await.unwrap_or_else(|e| panic!("appending to {STREAM}/{topic}: {e}"));
+        self.log.deliver(delivery).await.unwrap_or_else(|e| panic!("appending to {STREAM}/{topic}: {e}"));
     }
 
     /// What the local log holds in topic `test/<topic>`: what source `<topic>`

@@ -146,7 +146,7 @@ struct PanickingTarget;
 impl ferry::delivery::Target for PanickingTarget {
     async fn deliver(
         &self,
-        _: &ferry::delivery::Delivery,
+        _: ferry::delivery::Delivery,
     ) -> Result<ferry::delivery::Receipt, ferry::delivery::DeliveryError> {
         panic!("a bug in a target")
     }

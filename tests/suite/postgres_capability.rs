@@ -71,11 +71,14 @@ async fn a_granted_connection_round_trips_every_carried_type() {
     let steps = json!([
         { "execute": { "sql": "INSERT INTO kinds VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)", "params": row } },
         { "query": { "sql": "SELECT * FROM kinds WHERE id = $1", "params": [{ "int": 1 }] } },
+        { "query_packed": { "sql": "SELECT * FROM kinds WHERE id = $1", "params": [{ "int": 1 }] } },
         { "transaction": [
             { "sql": "INSERT INTO kinds (id) VALUES ($1)", "params": [{ "int": 2 }] },
             { "sql": "UPDATE kinds SET label = $1", "params": [{ "text": "both" }] }
         ] },
         { "query": { "sql": "SELECT id, label FROM kinds ORDER BY id" } },
+        { "query_packed": { "sql": "SELECT id, label FROM kinds ORDER BY id" } },
+        { "query_packed": { "sql": "SELECT id FROM kinds WHERE id < 0" } },
     ]);
     let outcomes = outcomes(&h, probe(&h, &server, "kinds", "db", &["db"], steps)).await;
     assert_eq!(outcomes[0], json!({ "step": 0, "ok": 1 }), "one row inserted");
@@ -83,11 +86,16 @@ async fn a_granted_connection_round_trips_every_carried_type() {
     let mut expected = row.clone();
     expected[6] = json!({ "json": "{\"a\": [1, 2]}" });
     assert_eq!(outcomes[1], json!({ "step": 1, "ok": [expected] }), "{}", outcomes[1]);
-    assert_eq!(outcomes[2], json!({ "step": 2, "ok": [1, 2] }), "rows affected per statement");
+    // The packed form: the same values, read in place by the guest, with the columns.
+    let columns = ["id", "flag", "small", "ratio", "label", "blob", "doc", "plain", "at", "local", "nothing"];
+    assert_eq!(outcomes[2], json!({ "step": 2, "ok": { "columns": columns, "rows": [expected] } }), "{}", outcomes[2]);
+    assert_eq!(outcomes[3], json!({ "step": 3, "ok": [1, 2] }), "rows affected per statement");
     assert_eq!(
-        outcomes[3],
-        json!({ "step": 3, "ok": [[{ "int": 1 }, { "text": "both" }], [{ "int": 2 }, { "text": "both" }]] })
+        outcomes[4],
+        json!({ "step": 4, "ok": [[{ "int": 1 }, { "text": "both" }], [{ "int": 2 }, { "text": "both" }]] })
     );
+    assert_eq!(outcomes[5]["ok"]["rows"], outcomes[4]["ok"], "{}", outcomes[5]);
+    assert_eq!(outcomes[6], json!({ "step": 6, "ok": { "columns": ["id"], "rows": [] } }), "no rows");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

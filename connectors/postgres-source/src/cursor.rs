@@ -8,6 +8,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use ferry_guest::Error;
 use ferry_guest::bindings::iggy::connector::postgres::Value;
+use ferry_guest::rows::ValueRef;
 use serde::{Deserialize, Serialize};
 
 /// Where the connector is, as the host stores it (JSON).
@@ -50,19 +51,19 @@ pub enum Key {
 
 impl Key {
     /// The key in `value`, the value of `column` (named in the error).
-    pub fn from_value(value: &Value, column: &str) -> Result<Key, Error> {
+    pub fn from_value(value: ValueRef<'_>, column: &str) -> Result<Key, Error> {
         Ok(match value {
-            Value::Boolean(v) => Key::Boolean(*v),
-            Value::Int(v) => Key::Int(*v),
-            Value::Float(v) if v.is_finite() => Key::Float(*v),
-            Value::Float(v) => {
+            ValueRef::Boolean(v) => Key::Boolean(v),
+            ValueRef::Int(v) => Key::Int(v),
+            ValueRef::Float(v) if v.is_finite() => Key::Float(v),
+            ValueRef::Float(v) => {
                 return Err(Error::msg(format!("column `{column}` holds {v}, which cannot order or identify rows")));
             }
-            Value::Text(v) => Key::Text(v.clone()),
-            Value::Bytes(v) => Key::Bytes(v.clone()),
-            Value::Timestamp(v) => Key::Timestamp(*v),
-            Value::Null => return Err(Error::msg(format!("a row has NULL in column `{column}`"))),
-            Value::Json(_) => {
+            ValueRef::Text(v) => Key::Text(v.to_string()),
+            ValueRef::Bytes(v) => Key::Bytes(v.to_vec()),
+            ValueRef::Timestamp(v) => Key::Timestamp(v),
+            ValueRef::Null => return Err(Error::msg(format!("a row has NULL in column `{column}`"))),
+            ValueRef::Json(_) => {
                 return Err(Error::msg(format!(
                     "column `{column}` is json, which cannot order or identify rows: use another column"
                 )));
@@ -129,7 +130,7 @@ mod tests {
         for key in keys {
             let json = serde_json::to_string(&key).unwrap();
             assert_eq!(serde_json::from_str::<Key>(&json).unwrap(), key, "{json}");
-            assert_eq!(Key::from_value(&key.to_value(), "c").unwrap(), key);
+            assert_eq!(Key::from_value((&key.to_value()).into(), "c").unwrap(), key);
         }
         assert_eq!(serde_json::to_string(&Key::Bytes(vec![0, 255, 7])).unwrap(), r#"{"bytes":"AP8H"}"#);
     }
@@ -143,11 +144,11 @@ mod tests {
 
     #[test]
     fn null_json_and_non_finite_values_are_no_keys() {
-        let null = Key::from_value(&Value::Null, "created_at").unwrap_err();
+        let null = Key::from_value(ValueRef::Null, "created_at").unwrap_err();
         assert!(null.message().contains("NULL in column `created_at`"), "{null}");
-        let json = Key::from_value(&Value::Json("{}".into()), "doc").unwrap_err();
+        let json = Key::from_value(ValueRef::Json("{}"), "doc").unwrap_err();
         assert!(json.message().contains("`doc` is json"), "{json}");
-        assert!(Key::from_value(&Value::Float(f64::NAN), "f").is_err());
-        assert!(Key::from_value(&Value::Float(f64::INFINITY), "f").is_err());
+        assert!(Key::from_value(ValueRef::Float(f64::NAN), "f").is_err());
+        assert!(Key::from_value(ValueRef::Float(f64::INFINITY), "f").is_err());
     }
 }

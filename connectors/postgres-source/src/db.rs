@@ -5,7 +5,7 @@
 //! next use); a third line of the same would be noise.
 
 use ferry_guest::Error;
-use ferry_guest::bindings::iggy::connector::postgres::{Connection, Error as PgError, Rows, Statement};
+use ferry_guest::bindings::iggy::connector::postgres::{Connection, Error as PgError, PackedRows, Statement};
 use ferry_guest::sql::describe;
 
 /// What the connector needs of a database: the granted connection in a component,
@@ -14,8 +14,9 @@ pub trait Database: Sized + 'static {
     /// Open the connection `name`.
     fn open(name: &str) -> Result<Self, Error>;
 
-    /// Run a query, saying `what` it is for when it fails.
-    fn query(&self, statement: &Statement, what: &str) -> Result<Rows, Error>;
+    /// Run a query, its rows packed (`query-packed`: one buffer, read in place),
+    /// saying `what` it is for when it fails.
+    fn query(&self, statement: &Statement, what: &str) -> Result<PackedRows, Error>;
 
     /// Run a statement, returning how many rows it affected.
     fn execute(&self, statement: &Statement, what: &str) -> Result<u64, Error>;
@@ -34,8 +35,8 @@ impl Database for Db {
         Ok(Db { name: name.to_string(), connection })
     }
 
-    fn query(&self, statement: &Statement, what: &str) -> Result<Rows, Error> {
-        self.connection.query(&statement.sql, &statement.params).map_err(|e| failed(&self.name, what, &e))
+    fn query(&self, statement: &Statement, what: &str) -> Result<PackedRows, Error> {
+        self.connection.query_packed(&statement.sql, &statement.params).map_err(|e| failed(&self.name, what, &e))
     }
 
     fn execute(&self, statement: &Statement, what: &str) -> Result<u64, Error> {

@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use std::collections::BTreeSet;
 
 use ferry_guest::Error;
-use ferry_guest::bindings::iggy::connector::postgres::{Rows, Statement, Value};
+use ferry_guest::bindings::iggy::connector::postgres::{PackedRows, Rows, Statement, Value};
 
 use crate::db::Database;
 
@@ -41,7 +41,7 @@ impl Database for FakeDb {
         Ok(FakeDb)
     }
 
-    fn query(&self, statement: &Statement, what: &str) -> Result<Rows, Error> {
+    fn query(&self, statement: &Statement, what: &str) -> Result<PackedRows, Error> {
         with(|state| {
             state.fail(what)?;
             state.queries.push(statement.clone());
@@ -61,7 +61,7 @@ impl Database for FakeDb {
                     vec![Value::Int(*id), Value::Text(format!("row {id}")), Value::Boolean(state.marked.contains(id))]
                 })
                 .collect();
-            Ok(Rows { columns: vec!["id".into(), "name".into(), "processed".into()], rows })
+            Ok(ferry_guest::rows::pack(&Rows { columns: vec!["id".into(), "name".into(), "processed".into()], rows }))
         })
     }
 

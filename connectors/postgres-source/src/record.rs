@@ -18,7 +18,7 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use ferry_guest::Error;
-use ferry_guest::bindings::iggy::connector::postgres::Value;
+use ferry_guest::rows::ValueRef;
 use serde::de::IgnoredAny;
 
 use crate::timestamp::write_rfc3339;
@@ -47,7 +47,7 @@ impl<'a> Objects<'a> {
     }
 
     /// The JSON object of one row.
-    pub fn to_json(&self, row: &[Value]) -> Result<Vec<u8>, Error> {
+    pub fn to_json(&self, row: &[ValueRef]) -> Result<Vec<u8>, Error> {
         if self.columns.len() != row.len() {
             return Err(Error::msg(format!("a row has {} values for {} columns", row.len(), self.columns.len())));
         }
@@ -58,36 +58,36 @@ impl<'a> Objects<'a> {
                 out.push(b',');
             }
             out.extend_from_slice(key);
-            write_value(&mut out, column, value)?;
+            write_value(&mut out, column, *value)?;
         }
         out.push(b'}');
         Ok(out)
     }
 }
 
-fn write_value(out: &mut Vec<u8>, column: &str, value: &Value) -> Result<(), Error> {
+fn write_value(out: &mut Vec<u8>, column: &str, value: ValueRef) -> Result<(), Error> {
     match value {
-        Value::Null => out.extend_from_slice(b"null"),
-        Value::Boolean(v) => out.extend_from_slice(if *v { b"true" } else { b"false" }),
-        Value::Int(v) => serde_json::to_writer(&mut *out, v).expect("an integer always serializes"),
-        Value::Float(v) if v.is_finite() => {
-            serde_json::to_writer(&mut *out, v).map_err(|e| Error::msg(format!("column `{column}`: {e}")))?
+        ValueRef::Null => out.extend_from_slice(b"null"),
+        ValueRef::Boolean(v) => out.extend_from_slice(if v { b"true" } else { b"false" }),
+        ValueRef::Int(v) => serde_json::to_writer(&mut *out, &v).expect("an integer always serializes"),
+        ValueRef::Float(v) if v.is_finite() => {
+            serde_json::to_writer(&mut *out, &v).map_err(|e| Error::msg(format!("column `{column}`: {e}")))?
         }
-        Value::Float(v) if v.is_nan() => write_string(out, "NaN"),
-        Value::Float(v) => write_string(out, if *v > 0.0 { "Infinity" } else { "-Infinity" }),
-        Value::Text(v) => write_string(out, v),
-        Value::Bytes(v) => write_string(out, &BASE64.encode(v)),
-        Value::Json(document) => {
+        ValueRef::Float(v) if v.is_nan() => write_string(out, "NaN"),
+        ValueRef::Float(v) => write_string(out, if v > 0.0 { "Infinity" } else { "-Infinity" }),
+        ValueRef::Text(v) => write_string(out, v),
+        ValueRef::Bytes(v) => write_string(out, &BASE64.encode(v)),
+        ValueRef::Json(document) => {
             // The server sends valid JSON; checking costs little and keeps a broken
             // document from making the whole message unreadable.
             serde_json::from_str::<IgnoredAny>(document)
                 .map_err(|e| Error::msg(format!("column `{column}` holds json that does not parse: {e}")))?;
             out.extend_from_slice(document.trim().as_bytes());
         }
-        Value::Timestamp(micros) => {
+        ValueRef::Timestamp(micros) => {
             // Digits and ASCII punctuation only: nothing to escape.
             out.push(b'"');
-            write_rfc3339(out, *micros);
+            write_rfc3339(out, micros);
             out.push(b'"');
         }
     }
@@ -108,6 +108,7 @@ fn write_string(out: &mut Vec<u8>, text: &str) {
 
 #[cfg(test)]
 mod tests {
+    use ferry_guest::bindings::iggy::connector::postgres::Value;
     use serde_json::json;
 
     use super::*;
@@ -117,7 +118,7 @@ mod tests {
     }
 
     fn to_json(columns: &[String], row: &[Value]) -> Result<Vec<u8>, Error> {
-        Objects::new(columns).to_json(row)
+        Objects::new(columns).to_json(&row.iter().map(ValueRef::from).collect::<Vec<_>>())
     }
 
     #[test]

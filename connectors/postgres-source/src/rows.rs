@@ -1,6 +1,7 @@
 //! A query's rows as a batch: one message per row, and the cursor after the last.
 
-use ferry_guest::bindings::iggy::connector::postgres::Rows;
+use ferry_guest::bindings::iggy::connector::postgres::PackedRows;
+use ferry_guest::rows::Table;
 use ferry_guest::{Batch, Error, Message};
 
 use crate::config::Config;
@@ -38,18 +39,19 @@ impl Reader {
     }
 
     /// The batch of `rows` (read in the cursor's order), or `None` when there are none.
-    pub fn batch(&self, rows: &Rows) -> Result<Option<Batch<Cursor>>, Error> {
-        let Some(last) = rows.rows.last() else {
+    pub fn batch(&self, rows: &PackedRows) -> Result<Option<Batch<Cursor>>, Error> {
+        let table = Table::of(rows).map_err(Error::msg)?;
+        if table.is_empty() {
             return Ok(None);
-        };
-        let at = self.locate(&rows.columns)?;
-        let objects = record::Objects::new(&rows.columns);
-        let mut messages = Vec::with_capacity(rows.rows.len());
+        }
+        let last = table.row(table.len() - 1);
+        let at = self.locate(table.columns())?;
+        let objects = record::Objects::new(table.columns());
+        let mut messages = Vec::with_capacity(table.len());
         let mut delivered = Vec::new();
-        for row in &rows.rows {
-            // First, as it checks that the row has a value for every column.
+        for row in table.rows() {
             let payload = objects.to_json(row)?;
-            let key = Key::from_value(&row[at.primary_key], &self.primary_key)?;
+            let key = Key::from_value(row[at.primary_key], &self.primary_key)?;
             messages.push(
                 Message::new(payload)
                     .with_id(message_id(&self.table, &key))
@@ -61,9 +63,9 @@ impl Reader {
             }
         }
         let after = Position {
-            tracking: Key::from_value(&last[at.tracking], &self.tracking)?,
+            tracking: Key::from_value(last[at.tracking], &self.tracking)?,
             tie_breaker: match (at.tie_breaker, &self.tie_breaker) {
-                (Some(index), Some(name)) => Some(Key::from_value(&last[index], name)?),
+                (Some(index), Some(name)) => Some(Key::from_value(last[index], name)?),
                 _ => None,
             },
         };
@@ -109,7 +111,7 @@ fn header_value(key: &Key) -> ferry_guest::HeaderValue {
 #[cfg(test)]
 mod tests {
     use ferry_guest::HeaderValue;
-    use ferry_guest::bindings::iggy::connector::postgres::Value;
+    use ferry_guest::bindings::iggy::connector::postgres::{Rows, Value};
 
     use super::*;
 
@@ -117,8 +119,9 @@ mod tests {
         Reader::new(&serde_json::from_str(json).unwrap())
     }
 
-    fn rows(columns: &[&str], rows: Vec<Vec<Value>>) -> Rows {
-        Rows { columns: columns.iter().map(|c| c.to_string()).collect(), rows }
+    /// Rows packed as the host packs them.
+    fn rows(columns: &[&str], rows: Vec<Vec<Value>>) -> PackedRows {
+        ferry_guest::rows::pack(&Rows { columns: columns.iter().map(|c| c.to_string()).collect(), rows })
     }
 
     #[test]

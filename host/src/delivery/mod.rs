@@ -87,6 +87,8 @@ impl std::fmt::Display for LogMark {
 pub trait Target: Send + Sync {
     /// Deliver the batch to every stream of `delivery`. `Ok` means durably accepted
     /// by all of them, with the receipt; on `Err` some may have accepted it (the batch
-    /// will be produced again: duplicates are allowed, loss is not).
-    async fn deliver(&self, delivery: &Delivery) -> Result<Receipt, DeliveryError>;
+    /// will be produced again: duplicates are allowed, loss is not). The target takes
+    /// the batch, so that one handing the payloads on to a client of its own (Iggy's)
+    /// moves them instead of sharing each one for the length of a send.
+    async fn deliver(&self, delivery: Delivery) -> Result<Receipt, DeliveryError>;
 }

@@ -9,7 +9,7 @@ pub struct NullTarget;
 
 #[async_trait]
 impl Target for NullTarget {
-    async fn deliver(&self, _delivery: &Delivery) -> Result<Receipt, DeliveryError> {
+    async fn deliver(&self, _delivery: Delivery) -> Result<Receipt, DeliveryError> {
         Ok(Receipt::default())
     }
 }

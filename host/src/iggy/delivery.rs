@@ -17,8 +17,9 @@ use iggy::prelude::{IggyError, IggyTimestamp, MessageClient};
 
 use super::connection::Connection;
 use super::error::RequestError;
-use super::messages::{plan, to_iggy};
+use super::messages::{Payloads, plan, to_iggy};
 use super::topics::Topics;
+use crate::batch::Message;
 use crate::config::{IggyConfig, StreamConfig};
 use crate::delivery::{Delivery, DeliveryError, Receipt, Target};
 
@@ -46,17 +47,18 @@ impl IggyTarget {
         &self,
         client: &iggy::prelude::IggyClient,
         stream: &StreamConfig,
-        delivery: &Delivery,
+        messages: &mut [Message],
+        payloads: Payloads,
         now: u64,
     ) -> Result<(), RequestError> {
         let address = self.connection.address();
         let topic = self.topics.ensure(client, stream, address).await?;
-        let sends = plan(&stream.partitioning, &topic, &delivery.messages).map_err(RequestError::rejected)?;
+        let sends = plan(&stream.partitioning, &topic, messages).map_err(RequestError::rejected)?;
         // Every part converted before any is sent: a message Iggy cannot take rejects
         // the batch before any of it reaches this stream.
         let parts = sends
             .iter()
-            .map(|send| to_iggy(&delivery.messages, &send.messages, now))
+            .map(|send| to_iggy(messages, &send.messages, payloads, now))
             .collect::<Result<Vec<_>, _>>()
             .map_err(RequestError::rejected)?;
         for (send, mut part) in sends.iter().zip(parts) {
@@ -83,7 +85,7 @@ impl IggyTarget {
 #[async_trait]
 impl Target for IggyTarget {
     /// The receipt is empty: Iggy's offsets are the server's, not checked by ferry.
-    async fn deliver(&self, delivery: &Delivery) -> Result<Receipt, DeliveryError> {
+    async fn deliver(&self, delivery: Delivery) -> Result<Receipt, DeliveryError> {
         let live = self.connection.current().map_err(DeliveryError::Failed)?;
         // If this future is dropped mid-send (the loop's delivery timeout), the guard
         // reports the connection broken: a half-sent request must not be followed by
@@ -93,8 +95,12 @@ impl Target for IggyTarget {
         // The origin timestamp of the messages that carry none: the same for the whole
         // batch, in every stream.
         let now = IggyTimestamp::now().as_micros();
-        for stream in delivery.streams.iter() {
-            if let Err(error) = self.deliver_to(&live.client, stream, delivery, now).await {
+        // The batch is ours (the source loop keeps no other handle on it): the last
+        // stream takes its payloads, the others share them.
+        let mut messages = Arc::unwrap_or_clone(delivery.messages);
+        for (at, stream) in delivery.streams.iter().enumerate() {
+            let payloads = if at + 1 == delivery.streams.len() { Payloads::Take } else { Payloads::Share };
+            if let Err(error) = self.deliver_to(&live.client, stream, &mut messages, payloads, now).await {
                 guard.armed = error.breaks_connection;
                 if error.breaks_connection {
                     guard.reason = Some(error.message.clone());

@@ -27,12 +27,18 @@ use crate::sink::input::StoredMessage;
 /// Built field by field rather than with `IggyMessage::builder()`, which for every
 /// message copies the payload into an allocation of its own, builds a map of typed
 /// headers (two allocations per header) only to encode it to bytes, and reads the
-/// clock. Here each payload is the message's own `Bytes`, shared, not copied; the
+/// clock. Here each payload is the message's own `Bytes`, moved or shared (as
+/// `payloads` says), never copied; the
 /// encoded headers of the whole send are written once into one buffer and each
 /// message's are a slice of it, encoded straight to Iggy's wire format, in the order
 /// of Iggy's own map (by key; of a key given twice the last value), so the bytes on
 /// the wire are the same.
-pub fn to_iggy(batch: &[Message], indexes: &[usize], now: u64) -> Result<Vec<IggyMessage>, String> {
+pub fn to_iggy(
+    batch: &mut [Message],
+    indexes: &[usize],
+    payloads: Payloads,
+    now: u64,
+) -> Result<Vec<IggyMessage>, String> {
     let size = indexes.iter().map(|&index| headers_size(&batch[index])).sum();
     let mut buffer = BytesMut::with_capacity(size);
     let mut sorted = Vec::new();
@@ -48,7 +54,6 @@ pub fn to_iggy(batch: &[Message], indexes: &[usize], now: u64) -> Result<Vec<Igg
         if message.payload.len() > MAX_PAYLOAD_SIZE as usize {
             return Err(refused(IggyError::TooBigMessagePayload));
         }
-        let payload = message.payload.clone();
         let user_headers = if message.headers.is_empty() {
             None
         } else {
@@ -66,12 +71,26 @@ pub fn to_iggy(batch: &[Message], indexes: &[usize], now: u64) -> Result<Vec<Igg
             timestamp: 0,
             origin_timestamp: message.origin_timestamp.unwrap_or(now),
             user_headers_length: user_headers.as_ref().map_or(0, |h| h.len() as u32),
-            payload_length: payload.len() as u32,
+            payload_length: message.payload.len() as u32,
             reserved: 0,
+        };
+        let payload = match payloads {
+            Payloads::Take => std::mem::take(&mut batch[index].payload),
+            Payloads::Share => batch[index].payload.clone(),
         };
         converted.push(IggyMessage { header, payload, user_headers });
     }
     Ok(converted)
+}
+
+/// What [`to_iggy`] does with the payloads of the messages it converts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Payloads {
+    /// Move each into its Iggy message, leaving the batch's empty: for the batch's
+    /// last send, as sharing costs an atomic count per payload, taken and given back.
+    Take,
+    /// Share each (the batch goes on to another stream after this one).
+    Share,
 }
 
 /// The bytes `message` takes in the buffer of [`to_iggy`]: its headers as Iggy encodes
@@ -102,15 +121,17 @@ fn check_headers(headers: &[Header]) -> Result<(), String> {
 
 /// Append `headers` (checked) to `out` in Iggy's wire format, ordered as Iggy's map of
 /// them would be: by key (every key here is text, so by its bytes), the last value of
-/// a key given twice. `sorted` is scratch space, reused from message to message.
-fn encode_headers<'a>(headers: &'a [Header], sorted: &mut Vec<&'a Header>, out: &mut BytesMut) {
+/// a key given twice. `sorted` is scratch space (indexes into `headers`), reused from
+/// message to message.
+fn encode_headers(headers: &[Header], sorted: &mut Vec<usize>, out: &mut BytesMut) {
     sorted.clear();
-    sorted.extend(headers);
+    sorted.extend(0..headers.len());
     // Stable: of equal keys, the last given stays last.
-    sorted.sort_by(|a, b| a.key.as_bytes().cmp(b.key.as_bytes()));
+    sorted.sort_by(|&a, &b| headers[a].key.as_bytes().cmp(headers[b].key.as_bytes()));
     let mut scratch = [0; 16];
-    for (at, header) in sorted.iter().enumerate() {
-        if sorted.get(at + 1).is_some_and(|next| next.key == header.key) {
+    for (at, &index) in sorted.iter().enumerate() {
+        let header = &headers[index];
+        if sorted.get(at + 1).is_some_and(|&next| headers[next].key == header.key) {
             continue;
         }
         let (kind, value) = wire_value(&header.value, &mut scratch);
@@ -270,7 +291,7 @@ mod tests {
 
     /// One message converted alone.
     fn one(message: Message, now: u64) -> Result<IggyMessage, String> {
-        to_iggy(&[message], &[0], now).map(|mut converted| converted.remove(0))
+        to_iggy(&mut [message], &[0], Payloads::Take, now).map(|mut converted| converted.remove(0))
     }
 
     #[test]
@@ -308,11 +329,11 @@ mod tests {
     #[test]
     fn what_iggy_cannot_carry_is_an_error_naming_the_message() {
         let empty = Message { id: None, headers: vec![], payload: bytes::Bytes::new(), origin_timestamp: None };
-        let batch = [message(1, vec![]), message(2, vec![]), message(3, vec![]), empty];
-        let error = to_iggy(&batch, &[0, 3], 0).unwrap_err();
+        let mut batch = [message(1, vec![]), message(2, vec![]), message(3, vec![]), empty];
+        let error = to_iggy(&mut batch, &[0, 3], Payloads::Take, 0).unwrap_err();
         assert!(error.starts_with("message 3: Iggy refuses it"), "{error}");
         let long = Header { key: "k".into(), value: HeaderValue::String("x".repeat(300)) };
-        let error = to_iggy(&[message(1, vec![]), message(1, vec![long])], &[1], 0).unwrap_err();
+        let error = to_iggy(&mut [message(1, vec![]), message(1, vec![long])], &[1], Payloads::Take, 0).unwrap_err();
         assert!(error.contains("message 1: header \"k\""), "{error}");
         let unnamed = Header { key: String::new(), value: HeaderValue::Bool(true) };
         let error = one(message(1, vec![unnamed]), 0).unwrap_err();
@@ -322,7 +343,7 @@ mod tests {
     #[test]
     fn the_messages_of_a_batch_keep_their_own_bytes() {
         // They share one buffer: each must see its own slice of it, whatever the order.
-        let batch: Vec<Message> = (0..50u32)
+        let mut batch: Vec<Message> = (0..50u32)
             .map(|i| Message {
                 id: Some(Uint128::from(u128::from(i) + 1)),
                 headers: (0..i % 3)
@@ -333,10 +354,19 @@ mod tests {
             })
             .collect();
         let indexes: Vec<usize> = (0..50).rev().step_by(2).collect();
-        let converted = to_iggy(&batch, &indexes, 5).unwrap();
-        assert_eq!(converted.len(), indexes.len());
-        for (&index, iggy) in indexes.iter().zip(&converted) {
-            assert_eq!(iggy, &through_the_builder(index, &batch[index], 5).unwrap(), "message {index}");
+        let expected: Vec<IggyMessage> =
+            indexes.iter().map(|&index| through_the_builder(index, &batch[index], 5).unwrap()).collect();
+        let before = batch.clone();
+        // Shared (for a stream the batch goes on from), the batch is left as it was.
+        assert_eq!(to_iggy(&mut batch, &indexes, Payloads::Share, 5).unwrap(), expected);
+        assert_eq!(batch, before);
+        // Taken (for the last stream), the same messages, and the taken payloads gone
+        // from the batch, the others left.
+        assert_eq!(to_iggy(&mut batch, &indexes, Payloads::Take, 5).unwrap(), expected);
+        for (index, (now, was)) in batch.iter().zip(&before).enumerate() {
+            let taken = indexes.contains(&index);
+            assert_eq!(now.payload.is_empty(), taken, "message {index}");
+            assert_eq!((&now.headers, &now.id), (&was.headers, &was.id), "message {index}");
         }
     }
 
@@ -456,7 +486,8 @@ mod tests {
                     .iter()
                     .map(|&index| through_the_builder(index, &batch[index], now))
                     .collect::<Result<Vec<_>, _>>();
-                prop_assert_eq!(to_iggy(&batch, &indexes, now), expected);
+                let mut batch = batch;
+                prop_assert_eq!(to_iggy(&mut batch, &indexes, Payloads::Take, now), expected);
             }
         }
     }

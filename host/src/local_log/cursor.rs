@@ -234,16 +234,16 @@ mod tests {
     #[tokio::test]
     async fn a_batch_the_topic_holds_with_the_same_cursor_is_not_appended_again() {
         let site = site();
-        let first = site.log.deliver(&batch(&["t"], 2, 7, 1, "a")).await.unwrap();
-        let again = site.log.deliver(&batch(&["t"], 2, 7, 1, "a")).await.unwrap();
+        let first = site.log.deliver(batch(&["t"], 2, 7, 1, "a")).await.unwrap();
+        let again = site.log.deliver(batch(&["t"], 2, 7, 1, "a")).await.unwrap();
         assert_eq!(again, first, "a replay answers with the receipt of the batch already there");
         assert_eq!(records(&site.log, "t"), 2, "and appends nothing");
 
         // The same generation staging another cursor covers another range: appended.
-        let other = site.log.deliver(&batch(&["t"], 3, 7, 1, "b")).await.unwrap();
+        let other = site.log.deliver(batch(&["t"], 3, 7, 1, "b")).await.unwrap();
         assert_eq!(other.marks[0].end, 5);
         // So is a batch of another lineage (a connector whose state was reset).
-        site.log.deliver(&batch(&["t"], 1, 8, 1, "b")).await.unwrap();
+        site.log.deliver(batch(&["t"], 1, 8, 1, "b")).await.unwrap();
         assert_eq!(records(&site.log, "t"), 6);
     }
 
@@ -252,10 +252,10 @@ mod tests {
         let site = site();
         let cursor = logged(&site, &["t"]);
         let lineage = cursor.lineage();
-        site.log.deliver(&batch(&["t"], 2, lineage, 1, "one")).await.unwrap();
+        site.log.deliver(batch(&["t"], 2, lineage, 1, "one")).await.unwrap();
         cursor.commit(b"one".to_vec(), Receipt::default()).await.unwrap();
         // Ferry dies after the append of generation 2 and before its commit.
-        site.log.deliver(&batch(&["t"], 3, lineage, 2, "two")).await.unwrap();
+        site.log.deliver(batch(&["t"], 3, lineage, 2, "two")).await.unwrap();
 
         let loaded = cursor.load().await.unwrap().unwrap();
         assert_eq!((loaded.state.as_slice(), loaded.generation), (&b"two"[..], 2));
@@ -271,15 +271,15 @@ mod tests {
         let site = site();
         let cursor = logged(&site, &["a", "b"]);
         let lineage = cursor.lineage();
-        site.log.deliver(&batch(&["a", "b"], 2, lineage, 1, "one")).await.unwrap();
+        site.log.deliver(batch(&["a", "b"], 2, lineage, 1, "one")).await.unwrap();
         cursor.commit(b"one".to_vec(), Receipt::default()).await.unwrap();
         // Ferry dies between the appends of generation 2 to `a` and to `b`.
-        site.log.deliver(&batch(&["a"], 3, lineage, 2, "two")).await.unwrap();
+        site.log.deliver(batch(&["a"], 3, lineage, 2, "two")).await.unwrap();
 
         let loaded = cursor.load().await.unwrap().unwrap();
         assert_eq!((loaded.state.as_slice(), loaded.generation), (&b"one"[..], 1));
         // The source produces generation 2 again: `a` has it, `b` gets it.
-        let receipt = site.log.deliver(&batch(&["a", "b"], 3, lineage, 2, "two")).await.unwrap();
+        let receipt = site.log.deliver(batch(&["a", "b"], 3, lineage, 2, "two")).await.unwrap();
         assert_eq!((records(&site.log, "a"), records(&site.log, "b")), (5, 5), "no duplicate, nothing missing");
         let ends: Vec<u64> = receipt.marks.iter().map(|m| m.end).collect();
         assert_eq!(ends, [5, 5]);
@@ -290,7 +290,7 @@ mod tests {
         let site = site();
         let cursor = logged(&site, &["t"]);
         let old = cursor.lineage();
-        site.log.deliver(&batch(&["t"], 2, old, 1, "one")).await.unwrap();
+        site.log.deliver(batch(&["t"], 2, old, 1, "one")).await.unwrap();
         drop(cursor);
         site.states.reset(KEY).unwrap();
 
@@ -317,7 +317,7 @@ mod tests {
         let cursor = logged(&site, &["t"]);
         assert_eq!(cursor.load().await.unwrap(), None, "a topic without kept cursors is not ahead");
 
-        let receipt = site.log.deliver(&batch(&["t"], 1, cursor.lineage(), 1, "one")).await.unwrap();
+        let receipt = site.log.deliver(batch(&["t"], 1, cursor.lineage(), 1, "one")).await.unwrap();
         assert_eq!(receipt.marks[0].end, 2, "appended after the record already there");
         assert_eq!(cursor.load().await.unwrap().unwrap().state, b"one");
     }

@@ -95,7 +95,7 @@ impl LocalLog {
 
 #[async_trait]
 impl Target for LocalLog {
-    async fn deliver(&self, delivery: &Delivery) -> Result<Receipt, DeliveryError> {
+    async fn deliver(&self, delivery: Delivery) -> Result<Receipt, DeliveryError> {
         let mut receipt = Receipt::default();
         for stream in delivery.streams.iter() {
             let topic = self.topic(&stream.stream, &stream.topic).map_err(|e| DeliveryError::Failed(e.to_string()))?;
@@ -189,8 +189,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let log = LocalLog::new(dir.path());
         let both = [("s", "a"), ("s", "b")];
-        log.deliver(&delivery(&both, vec![message(b"0"), message(b"1")])).await.unwrap();
-        let receipt = log.deliver(&delivery(&both, vec![message(b"2")])).await.unwrap();
+        log.deliver(delivery(&both, vec![message(b"0"), message(b"1")])).await.unwrap();
+        let receipt = log.deliver(delivery(&both, vec![message(b"2")])).await.unwrap();
         let ends: Vec<_> = receipt.marks.iter().map(|m| (m.stream.as_str(), m.topic.as_str(), m.end)).collect();
         assert_eq!(ends, [("s", "a", 3), ("s", "b", 3)], "the receipt names each topic's end after the batch");
         for topic in ["a", "b"] {
@@ -213,7 +213,7 @@ mod tests {
             Header { key: "n".into(), value: HeaderValue::Uint64(5) },
             Header { key: "big".into(), value: HeaderValue::Int128(crate::batch::Int128 { high: -1, low: 0 }) },
         ];
-        log.deliver(&delivery(&[("s", "t")], vec![m])).await.unwrap();
+        log.deliver(delivery(&[("s", "t")], vec![m])).await.unwrap();
         let record = &LocalLog::read_all(dir.path(), "s", "t").unwrap()[0];
         assert_eq!(record.id, Some(u128::MAX - 5));
         assert_eq!(record.origin_timestamp, Some(1234));
@@ -229,11 +229,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let log = LocalLog::new(dir.path());
         let topic = [("s", "t")];
-        log.deliver(&delivery(&topic, vec![message(b"0")])).await.unwrap();
+        log.deliver(delivery(&topic, vec![message(b"0")])).await.unwrap();
         let path = LocalLog::topic_file(dir.path(), "s", "t");
         std::fs::remove_file(&path).unwrap();
         for _ in 0..2 {
-            let Err(DeliveryError::Failed(detail)) = log.deliver(&delivery(&topic, vec![message(b"1")])).await else {
+            let Err(DeliveryError::Failed(detail)) = log.deliver(delivery(&topic, vec![message(b"1")])).await else {
                 panic!("a delivery to a deleted topic must fail");
             };
             assert!(
@@ -254,8 +254,7 @@ mod tests {
         let path = LocalLog::topic_file(dir.path(), "s", "t");
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
-        let Err(DeliveryError::Failed(detail)) = log.deliver(&delivery(&[("s", "t")], vec![message(b"0")])).await
-        else {
+        let Err(DeliveryError::Failed(detail)) = log.deliver(delivery(&[("s", "t")], vec![message(b"0")])).await else {
             panic!("a delivery to /dev/zero must fail");
         };
         assert!(detail.contains("it is a character device, not a regular file"), "{detail}");

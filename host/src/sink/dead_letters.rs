@@ -48,7 +48,7 @@ impl DeadLetters {
             messages: Arc::new(letters(connector, batch, dead)),
             cursor: None,
         };
-        self.target.deliver(&delivery).await.map(|_| ())
+        self.target.deliver(delivery).await.map(|_| ())
     }
 }
 

@@ -123,7 +123,7 @@ impl SourceLoop<'_> {
             }),
         };
         let timeout = self.connector.settings.delivery_timeout;
-        let delivered = tokio::time::timeout(timeout, self.connector.target.deliver(&delivery));
+        let delivered = tokio::time::timeout(timeout, self.connector.target.deliver(delivery));
         let receipt = match self.status.timed(Stage::Deliver, delivered).await {
             Ok(Ok(receipt)) => receipt,
             Ok(Err(DeliveryError::Failed(detail))) => return nack(NackReason::DeliveryFailed, detail),

@@ -1,6 +1,7 @@
 //! A source that drives the host's PostgreSQL import, for Ferry's own tests.
 //!
-//! Its config lists `steps`, each a `query`, an `execute` or a `transaction` on the
+//! Its config lists `steps`, each a `query` (or `query_packed`, the same rows in one
+//! buffer, read with `ferry_guest::rows::Table`), an `execute` or a `transaction` on the
 //! connection named `connection` (opened once per instance). Each poll runs the next
 //! step and delivers one message whose payload is the step's outcome as JSON:
 //! `{"step":N,"ok":...}` or `{"step":N,"error":{"kind":...,...}}`. A test reads the
@@ -11,6 +12,7 @@
 //! `{"bytes":[1,2]}`, `{"json":"{}"}`, `{"timestamp":micros}`.
 
 use ferry_guest::bindings::iggy::connector::postgres::{Connection, Error as PgError, Statement, Value};
+use ferry_guest::rows::{Table, ValueRef};
 use ferry_guest::{Batch, Error, Message, Source};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value as Json, json};
@@ -26,6 +28,11 @@ struct Config {
 #[serde(deny_unknown_fields, rename_all = "snake_case")]
 enum Step {
     Query {
+        sql: String,
+        #[serde(default)]
+        params: Vec<Json>,
+    },
+    QueryPacked {
         sql: String,
         #[serde(default)]
         params: Vec<Json>,
@@ -90,9 +97,22 @@ fn run(connection: &mut Option<Connection>, name: &str, step: &Step) -> Result<J
         match step {
             Step::Query { sql, params } => {
                 let rows = connection.query(sql, &values(params))?;
-                let rows: Vec<Json> =
-                    rows.rows.iter().map(|row| Json::Array(row.iter().map(value_json).collect())).collect();
+                let rows: Vec<Json> = rows
+                    .rows
+                    .iter()
+                    .map(|row| Json::Array(row.iter().map(|v| value_json(v.into())).collect()))
+                    .collect();
                 Ok(json!(rows))
+            }
+            Step::QueryPacked { sql, params } => {
+                let packed = connection.query_packed(sql, &values(params))?;
+                let table = match Table::of(&packed) {
+                    Ok(table) => table,
+                    Err(undecodable) => return Ok(json!({ "undecodable": undecodable })),
+                };
+                let rows: Vec<Json> =
+                    table.rows().map(|row| Json::Array(row.iter().copied().map(value_json).collect())).collect();
+                Ok(json!({ "columns": table.columns(), "rows": rows }))
             }
             Step::Execute { sql, params } => Ok(json!(connection.execute(sql, &values(params))?)),
             Step::OpenMany { count } => {
@@ -136,16 +156,16 @@ fn value_of(json: &Json) -> Value {
     }
 }
 
-fn value_json(value: &Value) -> Json {
+fn value_json(value: ValueRef) -> Json {
     match value {
-        Value::Null => json!({ "null": null }),
-        Value::Boolean(v) => json!({ "boolean": v }),
-        Value::Int(v) => json!({ "int": v }),
-        Value::Float(v) => json!({ "float": v }),
-        Value::Text(v) => json!({ "text": v }),
-        Value::Bytes(v) => json!({ "bytes": v }),
-        Value::Json(v) => json!({ "json": v }),
-        Value::Timestamp(v) => json!({ "timestamp": v }),
+        ValueRef::Null => json!({ "null": null }),
+        ValueRef::Boolean(v) => json!({ "boolean": v }),
+        ValueRef::Int(v) => json!({ "int": v }),
+        ValueRef::Float(v) => json!({ "float": v }),
+        ValueRef::Text(v) => json!({ "text": v }),
+        ValueRef::Bytes(v) => json!({ "bytes": v }),
+        ValueRef::Json(v) => json!({ "json": v }),
+        ValueRef::Timestamp(v) => json!({ "timestamp": v }),
     }
 }
 
