@@ -83,7 +83,7 @@ use ferry::runtime::{Runtime, Sandbox, SinkComponent, SinkWorld, SourceComponent
 use ferry::sink::{Input, SinkConnector, SinkSettings};
 use ferry::source::SourceConnector;
 use ferry::state::{ConnectorState, CursorStore, StateDir};
-use ferry_tests::bench::{self, Measured, Out, Rounds, compare, time_sink, time_source};
+use ferry_tests::bench::{self, Measured, Out, Rounds, SinkEnd, compare, time_sink, time_source};
 use ferry_tests::components::{POSTGRES_SINK, POSTGRES_SOURCE};
 use ferry_tests::harness::{quick_settings, quick_sink_settings};
 use ferry_tests::iggy_server::{self, GroupConsumer, IggyServer, created_stream, live_server};
@@ -356,7 +356,8 @@ impl Bench {
             input: reader,
             dead_letters: None,
         };
-        let elapsed = self.tokio.block_on(time_sink(&self.runtime, connector, messages));
+        // Its input is the topic of a source's run, longer than `messages`.
+        let elapsed = self.tokio.block_on(time_sink(&self.runtime, connector, messages, SinkEnd::Reached));
         Measured::after_first(messages, batch, elapsed)
     }
 

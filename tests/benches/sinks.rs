@@ -42,7 +42,7 @@ use ferry::local_log::{LocalLog, LocalLogInput, TopicReader, headers_from_json};
 use ferry::runtime::{Runtime, Sandbox, SinkWorld};
 use ferry::sink::{Input, SinkConnector, SinkSettings};
 use ferry::state::{CursorStore, StateDir};
-use ferry_tests::bench::{Measured, Rounds, compare, time_sink};
+use ferry_tests::bench::{Measured, Rounds, SinkEnd, compare, time_sink};
 use ferry_tests::components::{FAULTY_SINK, FILE_SINK};
 use ferry_tests::harness::quick_sink_settings;
 use ferry_tests::iggy_server::{IggyServer, PASSWORD, live_server};
@@ -236,7 +236,7 @@ async fn drain(
         input,
         dead_letters: None,
     };
-    let elapsed = time_sink(runtime, connector, messages).await;
+    let elapsed = time_sink(runtime, connector, messages, SinkEnd::Drained).await;
     Measured::after_first(messages, u64::from(batch), elapsed)
 }
 

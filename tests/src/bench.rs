@@ -125,52 +125,76 @@ pub async fn time_source(runtime: &Arc<Runtime>, connector: SourceConnector) -> 
     let mut running = Running::start(host);
     running.wait_for("the first ACK", |e| matches!(e, Event::Acked { .. })).await;
     let meters = board.meters(&key).expect("the connector's meters");
-    let at_start = STAGES.map(|stage| meters.stages.snapshot(stage));
+    let at_start = SOURCE_STAGES.map(|stage| meters.stages.snapshot(stage));
     let start = Instant::now();
     // Not through the events, which would wake this task (and a thread) for every
     // batch: a cost the native loops it is compared with do not pay.
     board.wait_until(&key, |status| status.phase == Phase::Idle).await;
     let elapsed = start.elapsed();
     running.stop().await;
-    if std::env::var_os("FERRY_BENCH_STAGES").is_some() {
-        print_stages(&key, &at_start, &meters.stages);
-    }
+    print_stages(&key, &SOURCE_STAGES, &at_start, &meters.stages);
     elapsed
 }
 
 /// The stages of the source loop, in order.
-const STAGES: [Stage; 4] = [Stage::Poll, Stage::Deliver, Stage::StateSave, Stage::Ack];
+const SOURCE_STAGES: [Stage; 4] = [Stage::Poll, Stage::Deliver, Stage::StateSave, Stage::Ack];
 
-/// With `FERRY_BENCH_STAGES` set: the mean time of each stage of the source loop
-/// over the timed batches (those after the first ACK), to see where a batch's time
-/// goes.
-fn print_stages(key: &str, at_start: &[HistogramSnapshot; 4], stages: &StageTimes) {
-    let means = STAGES.iter().zip(at_start).map(|(stage, before)| {
+/// The stages of the sink loop, in order (`poll` is the read from its input).
+const SINK_STAGES: [Stage; 4] = [Stage::Poll, Stage::Write, Stage::DeadLetters, Stage::StateSave];
+
+/// With `FERRY_BENCH_STAGES` set: the mean time of each of `order`'s stages over the
+/// timed batches (those after the first), to see where a batch's time goes.
+fn print_stages(key: &str, order: &[Stage; 4], at_start: &[HistogramSnapshot; 4], stages: &StageTimes) {
+    if std::env::var_os("FERRY_BENCH_STAGES").is_none() {
+        return;
+    }
+    let means = order.iter().zip(at_start).map(|(stage, before)| {
         let now = stages.snapshot(*stage);
         let count = now.count.saturating_sub(before.count).max(1);
-        (now.sum_seconds - before.sum_seconds) * 1e6 / count as f64
+        format!("{} {:.1}", stage.as_str(), (now.sum_seconds - before.sum_seconds) * 1e6 / count as f64)
     });
-    let [poll, deliver, commit, ack] = <[f64; 4]>::try_from(means.collect::<Vec<_>>()).expect("four stages");
-    eprintln!("  {key}: µs per batch: poll {poll:.1}, deliver {deliver:.1}, commit {commit:.1}, ack {ack:.1}");
+    eprintln!("  {key}: µs per batch: {}", means.collect::<Vec<_>>().join(", "));
+}
+
+/// When [`time_sink`] stops a sink's clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SinkEnd {
+    /// The input holds exactly the messages to write (a topic the benchmark filled
+    /// for the purpose): once the sink has written them and found nothing more to
+    /// read, the last empty read included (one round trip at most). Woken by the
+    /// sink's change of phase only: no wake-up per batch, which would show next to
+    /// a fast sink.
+    Drained,
+    /// The input holds more than that (the topic a source's run wrote): once a
+    /// settled batch reaches the position, seen in the event stream. One wake-up per
+    /// batch, nothing next to batches that each take a database transaction.
+    Reached,
 }
 
 /// Run `connector` alone in a host until it has written `end` messages (the topics
-/// the benchmarks read start at offset 0: the position after the last) and found
-/// nothing more to read; the time from its first settled batch to then, the last
-/// empty read included (one round trip at most).
-pub async fn time_sink(runtime: &Arc<Runtime>, connector: SinkConnector, end: u64) -> Duration {
+/// the benchmarks read start at offset 0: the position after the last), as `how`
+/// says; the time from its first settled batch to then.
+pub async fn time_sink(runtime: &Arc<Runtime>, connector: SinkConnector, end: u64, how: SinkEnd) -> Duration {
     let key = connector.key.to_string();
     let mut host = Host::new(runtime.clone());
     host.add_sink(connector, None);
     let board = host.status();
     let mut running = Running::start(host);
     running.wait_for("the first batch", |e| matches!(e, Event::Written { .. })).await;
+    let meters = board.meters(&key).expect("the connector's meters");
+    let at_start = SINK_STAGES.map(|stage| meters.stages.snapshot(stage));
     let start = Instant::now();
-    // Not through the events (a wake-up per batch, which the native loops do not
-    // pay): the sink goes idle once it finds nothing more to read.
-    board.wait_until(&key, |status| status.phase == Phase::Idle && status.messages_delivered >= end).await;
+    match how {
+        SinkEnd::Drained => {
+            board.wait_until(&key, |status| status.phase == Phase::Idle && status.messages_delivered >= end).await
+        }
+        SinkEnd::Reached => {
+            running.wait_for("the last batch", |e| matches!(e, Event::Written { end: at, .. } if *at >= end)).await;
+        }
+    }
     let elapsed = start.elapsed();
     running.stop().await;
+    print_stages(&key, &SINK_STAGES, &at_start, &meters.stages);
     elapsed
 }
 

@@ -94,14 +94,21 @@ pub fn export(database: &Database, key: &str) -> Result<Option<Imported>, StoreE
     Ok((lineage.is_some() || committed.is_some()).then_some(Imported { committed, lineage }))
 }
 
+/// `key`'s lineage. One that is not 16 bytes was damaged on disk: an error (the
+/// state is corrupt, reported for this connector alone), never a stand-in value that
+/// a damaged cursor kept elsewhere might match.
 fn lineage_of(connection: &Connection, key: &str) -> rusqlite::Result<Option<u128>> {
     let id: Option<Vec<u8>> =
         connection.query_row("SELECT id FROM lineage WHERE connector = ?1", [key], |row| row.get(0)).optional()?;
-    Ok(id.map(|id| match <[u8; 16]>::try_from(id.as_slice()) {
-        Ok(bytes) => u128::from_be_bytes(bytes),
-        // Not 16 bytes: no lineage any cursor kept elsewhere can match.
-        Err(_) => 0,
-    }))
+    id.map(|id| match <[u8; 16]>::try_from(id.as_slice()) {
+        Ok(bytes) => Ok(u128::from_be_bytes(bytes)),
+        Err(_) => Err(rusqlite::Error::FromSqlConversionFailure(
+            0,
+            rusqlite::types::Type::Blob,
+            format!("the lineage of connector `{key}` is {} bytes, not 16: it was damaged on disk", id.len()).into(),
+        )),
+    })
+    .transpose()
 }
 
 /// Replace `key`'s cursor with the next generation.
@@ -139,9 +146,12 @@ pub fn put_row(transaction: &Transaction, key: &str, committed: &Committed) -> r
 /// Put `key`'s cursor and lineage aside in the `reset` table: it starts from scratch
 /// (with a new lineage) next time. Returns whether there was anything to put aside.
 pub fn reset(transaction: &Transaction, key: &str) -> rusqlite::Result<bool> {
-    let had = lineage_of(transaction, key)?.is_some()
-        || transaction.query_row("SELECT count(*) FROM cursor WHERE connector = ?1", [key], |r| r.get::<_, i64>(0))?
-            > 0;
+    // Rows counted as they are, damaged or not: a reset is how a damaged one is put aside.
+    let rows_in = |table: &str| {
+        let count = format!("SELECT count(*) FROM {table} WHERE connector = ?1");
+        transaction.query_row(&count, [key], |r| r.get::<_, i64>(0))
+    };
+    let had = rows_in("lineage")? + rows_in("cursor")? > 0;
     if !had {
         return Ok(false);
     }

@@ -483,6 +483,33 @@ mod tests {
         assert_eq!(states.read("gamma").unwrap(), committed, "undamaged, it reads as committed");
     }
 
+    #[tokio::test]
+    async fn a_damaged_lineage_is_corrupt_for_that_connector_alone_and_a_reset_puts_it_aside() {
+        let dir = tempfile::tempdir().unwrap();
+        let states = StateDir::new(dir.path());
+        let lineage = {
+            let gamma = states.open("gamma").unwrap();
+            gamma.commit(b"7".to_vec(), Receipt::default()).await.unwrap();
+            states.open("delta").unwrap();
+            gamma.lineage()
+        };
+        let connection = Connection::open(states.file_of("gamma")).unwrap();
+        connection.execute("UPDATE lineage SET id = x'0102' WHERE connector = 'gamma'", []).unwrap();
+        let error = states.open("gamma").err().unwrap();
+        assert!(
+            matches!(&error, StateError::Corrupt { detail, .. }
+                if detail.contains("lineage of connector `gamma` is 2 bytes, not 16")),
+            "{error}"
+        );
+        assert!(states.open("delta").is_ok(), "another connector of the directory runs on");
+        // The operator's way out: the reset puts the damaged row aside, and the
+        // connector starts a new life.
+        assert!(!states.reset("gamma").unwrap().is_empty(), "there was something to put aside");
+        let fresh = states.open("gamma").unwrap();
+        assert_ne!(fresh.lineage(), lineage);
+        assert_eq!(fresh.load().await.unwrap(), None, "no cursor after the reset");
+    }
+
     /// A state file as ferry wrote it before receipts (format version 1).
     fn write_version_1(path: &Path, key: &str, state: &[u8], checksum: u32) {
         let connection = Connection::open(path).unwrap();
