@@ -67,7 +67,7 @@ impl<S: Source> Driver<S> {
         let id = self.next_batch_id;
         self.next_batch_id += 1;
         self.outstanding = Some(Outstanding { id, staged: batch.next });
-        let (messages, packed) = packed::to_wire(batch.messages);
+        let (messages, packed) = packed::to_wire(batch.messages, batch.packed);
         Ok(Some(wire::Batch { id, messages, packed, staged_state: Some(staged_state) }))
     }
 

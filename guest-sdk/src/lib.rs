@@ -48,6 +48,10 @@
 //!
 //! Cursors are stored as JSON, so `ferry state show` can print them.
 //!
+//! A source that makes many small messages can write them straight into the form the
+//! host takes, [`PackedMessages`], and return [`Batch::from_packed`]: no [`Message`],
+//! no payload allocation and no second copy per message (see `connectors/random-source`).
+//!
 //! ## Sinks
 //!
 //! The host hands a sink one batch at a time (messages of one partition, in offset
@@ -128,7 +132,7 @@ pub use driver::{Driver, Settled};
 pub use error::Error;
 pub use json::headers_json;
 pub use message::{HeaderValue, Message};
-pub use packed::messages_of;
+pub use packed::{Fields, PER_MESSAGE, PackedMessages, Payload, messages_of};
 pub use sink::{Rejected, Sink, Written};
 pub use sink_driver::{Answer, SinkDriver};
 pub use source::{Batch, Nack, NackReason, Source};

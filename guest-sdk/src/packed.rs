@@ -1,7 +1,9 @@
 //! A batch's messages packed into one buffer (the `packed` field of a batch; the
 //! encoding is in `wit/types.wit`): what the SDK hands the host, which copies one
-//! buffer out of the guest instead of lifting every message of a list apart. And the
-//! way back, [`messages_of`], for a connector's tests of what its `poll` produced.
+//! buffer out of the guest instead of lifting every message of a list apart. A source
+//! can write its messages in this form itself ([`PackedMessages`]); the SDK packs the
+//! [`Message`]s of any other batch. And the way back, [`messages_of`], for a
+//! connector's tests of what its `poll` produced.
 
 use crate::bindings::iggy::connector::types as wire;
 use crate::message::{HeaderValue, Message};
@@ -18,38 +20,181 @@ const HAS_HEADERS: u8 = 4;
 /// the host little anyway.
 const MOST_PACKED_BYTES: usize = 4 << 20;
 
-/// `messages` as the host takes them fastest: packed into one buffer (the `packed`
-/// field of a batch, encoded as `wit/types.wit` says), or as a list when their
-/// payloads are large. Returns `(list, packed)`, one of them empty.
-pub(crate) fn to_wire(messages: Vec<Message>) -> (Vec<wire::Message>, Vec<u8>) {
-    let payloads: usize = messages.iter().map(|m| m.payload.len()).sum();
-    if payloads > MOST_PACKED_BYTES {
-        return (messages.into_iter().map(Into::into).collect(), Vec::new());
+/// Messages written straight into the packed form: what a source that makes many
+/// small messages builds its batch with ([`crate::Batch::from_packed`]), so that no
+/// [`Message`], no payload of its own and no second copy is made per message.
+///
+/// ```
+/// use ferry_guest::{Fields, PackedMessages};
+///
+/// let mut packed = PackedMessages::with_capacity(2 * 64);
+/// for seq in 0..2u64 {
+///     let fields = Fields { origin_timestamp: Some(1_700_000_000_000_000), ..Fields::default() };
+///     packed.push_with(fields, |payload| {
+///         payload.extend_from_slice(br#"{"seq":"#);
+///         payload.extend_from_slice(seq.to_string().as_bytes());
+///         payload.push(b'}');
+///     });
+/// }
+/// let messages = packed.messages().unwrap();
+/// assert_eq!(messages[1].payload, br#"{"seq":1}"#);
+/// assert_eq!(messages[1].origin_timestamp, Some(1_700_000_000_000_000));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PackedMessages {
+    bytes: Vec<u8>,
+    count: usize,
+}
+
+/// What a message carries besides its payload, for [`PackedMessages::push_with`]. As
+/// on [`Message`]: leave `id` `None` and the host derives a stable one; header keys
+/// must be unique within a message.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Fields<'a> {
+    pub id: Option<u128>,
+    pub origin_timestamp: Option<u64>,
+    pub headers: &'a [(String, HeaderValue)],
+}
+
+/// The payload of the message being written: bytes are appended to it, nothing
+/// before it can be reached. Also an [`std::io::Write`], for `serde_json::to_writer`.
+pub struct Payload<'a> {
+    bytes: &'a mut Vec<u8>,
+    start: usize,
+}
+
+impl Payload<'_> {
+    pub fn extend_from_slice(&mut self, bytes: &[u8]) {
+        self.bytes.extend_from_slice(bytes);
     }
-    let mut packed = Vec::with_capacity(payloads + messages.len() * (1 + 16 + 8 + 4));
-    for message in &messages {
-        let flags = if message.id.is_some() { HAS_ID } else { 0 }
-            | if message.origin_timestamp.is_some() { HAS_ORIGIN_TIMESTAMP } else { 0 }
-            | if message.headers.is_empty() { 0 } else { HAS_HEADERS };
+
+    pub fn push(&mut self, byte: u8) {
+        self.bytes.push(byte);
+    }
+
+    /// The payload's length so far.
+    pub fn len(&self) -> usize {
+        self.bytes.len() - self.start
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl<'b> Extend<&'b u8> for Payload<'_> {
+    fn extend<I: IntoIterator<Item = &'b u8>>(&mut self, bytes: I) {
+        self.bytes.extend(bytes);
+    }
+}
+
+impl std::io::Write for Payload<'_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl PackedMessages {
+    pub fn new() -> Self {
+        PackedMessages::default()
+    }
+
+    /// Room for `bytes` of packed messages: their payloads, plus [`PER_MESSAGE`]
+    /// each for the fields around a payload without headers.
+    pub fn with_capacity(bytes: usize) -> Self {
+        PackedMessages { bytes: Vec::with_capacity(bytes), count: 0 }
+    }
+
+    /// How many messages are written.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Append `message`.
+    pub fn push(&mut self, message: &Message) {
+        let fields = Fields { id: message.id, origin_timestamp: message.origin_timestamp, headers: &message.headers };
+        self.put_fields(fields);
+        put_length(&mut self.bytes, message.payload.len());
+        self.bytes.extend_from_slice(&message.payload);
+    }
+
+    /// Append a message with `fields`, its payload written by `write` straight into
+    /// the buffer the host takes.
+    ///
+    /// # Panics
+    /// If the payload `write` makes is 4 GiB or more (no message can be that large).
+    pub fn push_with(&mut self, fields: Fields<'_>, write: impl FnOnce(&mut Payload<'_>)) {
+        self.put_fields(fields);
+        let length_at = self.bytes.len();
+        put_length(&mut self.bytes, 0);
+        let start = self.bytes.len();
+        write(&mut Payload { bytes: &mut self.bytes, start });
+        let length = u32::try_from(self.bytes.len() - start).expect("a payload under 4 GiB");
+        self.bytes[length_at..start].copy_from_slice(&length.to_le_bytes());
+    }
+
+    /// The messages written, read back: for a connector's tests.
+    pub fn messages(&self) -> Result<Vec<Message>, String> {
+        read_all(&self.bytes, Vec::new())
+    }
+
+    /// Flags, id, origin timestamp and headers: everything of a message before its
+    /// payload's length.
+    fn put_fields(&mut self, fields: Fields<'_>) {
+        let Fields { id, origin_timestamp, headers } = fields;
+        let packed = &mut self.bytes;
+        let flags = if id.is_some() { HAS_ID } else { 0 }
+            | if origin_timestamp.is_some() { HAS_ORIGIN_TIMESTAMP } else { 0 }
+            | if headers.is_empty() { 0 } else { HAS_HEADERS };
         packed.push(flags);
-        if let Some(id) = message.id {
+        if let Some(id) = id {
             packed.extend_from_slice(&id.to_le_bytes());
         }
-        if let Some(origin) = message.origin_timestamp {
+        if let Some(origin) = origin_timestamp {
             packed.extend_from_slice(&origin.to_le_bytes());
         }
-        if !message.headers.is_empty() {
-            put_length(&mut packed, message.headers.len());
-            for (key, value) in &message.headers {
-                put_length(&mut packed, key.len());
+        if !headers.is_empty() {
+            put_length(packed, headers.len());
+            for (key, value) in headers {
+                put_length(packed, key.len());
                 packed.extend_from_slice(key.as_bytes());
-                put_header_value(&mut packed, value);
+                put_header_value(packed, value);
             }
         }
-        put_length(&mut packed, message.payload.len());
-        packed.extend_from_slice(&message.payload);
+        self.count += 1;
     }
-    (Vec::new(), packed)
+}
+
+/// The bytes a message without headers takes around its payload, at most: flags,
+/// id, origin timestamp and the payload's length.
+pub const PER_MESSAGE: usize = 1 + 16 + 8 + 4;
+
+/// `messages` then `packed` as the host takes them fastest: packed into one buffer
+/// (the `packed` field of a batch, encoded as `wit/types.wit` says), or as a list
+/// when the messages' payloads are large. Returns `(list, packed)`, one of them empty.
+pub(crate) fn to_wire(messages: Vec<Message>, packed: PackedMessages) -> (Vec<wire::Message>, Vec<u8>) {
+    if messages.is_empty() {
+        return (Vec::new(), packed.bytes);
+    }
+    let payloads: usize = messages.iter().map(|m| m.payload.len()).sum();
+    if payloads > MOST_PACKED_BYTES && packed.is_empty() {
+        return (messages.into_iter().map(Into::into).collect(), Vec::new());
+    }
+    let mut all = PackedMessages::with_capacity(payloads + messages.len() * PER_MESSAGE + packed.bytes.len());
+    for message in &messages {
+        all.push(message);
+    }
+    all.bytes.extend_from_slice(&packed.bytes);
+    (Vec::new(), all.bytes)
 }
 
 fn put_length(packed: &mut Vec<u8>, length: usize) {
@@ -93,8 +238,12 @@ fn put_header_value(packed: &mut Vec<u8>, value: &HeaderValue) {
 /// reads from it. For tests (through [`crate::Driver::poll`]); an error names what
 /// does not decode.
 pub fn messages_of(batch: &wire::Batch) -> Result<Vec<Message>, String> {
-    let mut messages: Vec<Message> = batch.messages.iter().cloned().map(Message::from).collect();
-    let mut reader = Reader { bytes: &batch.packed };
+    read_all(&batch.packed, batch.messages.iter().cloned().map(Message::from).collect())
+}
+
+/// `messages`, then those packed in `packed`.
+fn read_all(packed: &[u8], mut messages: Vec<Message>) -> Result<Vec<Message>, String> {
+    let mut reader = Reader { bytes: packed };
     while !reader.bytes.is_empty() {
         let index = messages.len();
         messages.push(reader.message().map_err(|what| format!("packed message {index}: {what}"))?);
@@ -183,7 +332,7 @@ mod tests {
             Message::new(Vec::new()).with_id(u128::MAX - 1).with_origin_timestamp(7),
             Message::new("c").with_origin_timestamp(1),
         ];
-        let (list, packed) = to_wire(plain);
+        let (list, packed) = to_wire(plain, PackedMessages::new());
         assert!(list.is_empty());
         let mut expected = vec![0u8, 2, 0, 0, 0, b'a', b'b', 3];
         expected.extend_from_slice(&(u128::MAX - 1).to_le_bytes());
@@ -203,7 +352,7 @@ mod tests {
             .with_header("i16", -2i16)
             .with_header("u128", u128::MAX)
             .with_header("f32", 0.5f32);
-        let (_, packed) = to_wire(vec![message]);
+        let (_, packed) = to_wire(vec![message], PackedMessages::new());
         let mut expected = vec![4u8, 6, 0, 0, 0];
         let mut header = |key: &str, kind: u8, value: &[u8]| {
             expected.extend_from_slice(&(key.len() as u32).to_le_bytes());
@@ -225,7 +374,7 @@ mod tests {
     fn large_batches_go_as_a_list() {
         let big =
             vec![Message::new(vec![0u8; MOST_PACKED_BYTES / 2]), Message::new(vec![1u8; MOST_PACKED_BYTES / 2 + 1])];
-        let (list, packed) = to_wire(big);
+        let (list, packed) = to_wire(big, PackedMessages::new());
         assert!(packed.is_empty());
         assert_eq!(list.len(), 2);
         assert_eq!(list[1].payload.len(), MOST_PACKED_BYTES / 2 + 1);
@@ -238,10 +387,43 @@ mod tests {
             Message::new(Vec::new()),
             Message::new("b").with_header("u", u128::MAX).with_header("r", vec![1u8, 2]).with_header("f", 1.5f64),
         ];
-        let (list, packed) = to_wire(messages.clone());
+        let (list, packed) = to_wire(messages.clone(), PackedMessages::new());
         let batch = wire::Batch { id: 1, messages: list, packed, staged_state: None };
         assert_eq!(messages_of(&batch).unwrap(), messages);
         let cut = wire::Batch { packed: batch.packed[..batch.packed.len() - 1].to_vec(), ..batch };
         assert!(messages_of(&cut).unwrap_err().starts_with("packed message 2: cut short"));
+    }
+
+    #[test]
+    fn a_message_written_in_place_is_packed_as_the_same_message_pushed_whole() {
+        let headers = vec![("k".to_string(), HeaderValue::from(3u16))];
+        let whole = Message::new("{\"a\":1}").with_id(9).with_origin_timestamp(8).with_header("k", 3u16);
+        let mut pushed = PackedMessages::new();
+        pushed.push(&whole);
+        let mut written = PackedMessages::new();
+        let fields = Fields { id: Some(9), origin_timestamp: Some(8), headers: &headers };
+        written.push_with(fields, |payload| {
+            payload.extend_from_slice(b"{\"a\"");
+            std::io::Write::write_all(payload, b":1").unwrap();
+            payload.push(b'}');
+            assert_eq!(payload.len(), 7, "the payload's own length, not the buffer's");
+        });
+        assert_eq!(written, pushed);
+        assert_eq!(written.len(), 1);
+        assert_eq!(written.messages().unwrap(), [whole]);
+    }
+
+    #[test]
+    fn a_batch_with_both_forms_goes_packed_its_listed_messages_first() {
+        let mut packed = PackedMessages::new();
+        packed.push_with(Fields::default(), |payload| payload.extend_from_slice(b"second"));
+        packed.push_with(Fields::default(), |_| {});
+        let (list, bytes) = to_wire(vec![Message::new("first")], packed.clone());
+        assert!(list.is_empty());
+        let batch = wire::Batch { id: 1, messages: list, packed: bytes, staged_state: None };
+        let payloads: Vec<_> = messages_of(&batch).unwrap().into_iter().map(|m| m.payload).collect();
+        assert_eq!(payloads, [&b"first"[..], b"second", b""]);
+        // Written messages alone go as they are.
+        assert_eq!(to_wire(Vec::new(), packed.clone()).1, packed.bytes);
     }
 }

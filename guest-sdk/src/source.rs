@@ -2,7 +2,7 @@
 
 use serde::{Serialize, de::DeserializeOwned};
 
-use crate::{Error, Message};
+use crate::{Error, Message, PackedMessages};
 
 /// A source connector.
 ///
@@ -40,16 +40,28 @@ pub trait Source: Sized + 'static {
 }
 
 /// What `poll` returns: messages, and the cursor to commit once they are delivered.
+///
+/// The messages come as values (`messages`, the simple form), or written straight
+/// into the form the host takes (`packed`, for a source that makes many small
+/// messages and would rather not make a [`Message`] for each); both go, `messages`
+/// first.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Batch<C> {
     pub messages: Vec<Message>,
+    pub packed: PackedMessages,
     pub next: C,
 }
 
 impl<C> Batch<C> {
     /// A batch of `messages` after which the connector is at `next`.
     pub fn new(messages: Vec<Message>, next: C) -> Self {
-        Batch { messages, next }
+        Batch { messages, packed: PackedMessages::new(), next }
+    }
+
+    /// A batch of the messages written into `packed`, after which the connector is
+    /// at `next`.
+    pub fn from_packed(packed: PackedMessages, next: C) -> Self {
+        Batch { messages: Vec::new(), packed, next }
     }
 }
 

@@ -16,11 +16,11 @@
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use ferry_guest::{Batch, Error, Message, Source};
+use ferry_guest::{Batch, Error, Fields, PER_MESSAGE, PackedMessages, Source};
 use serde::{Deserialize, Serialize};
 
 mod record;
-use record::record;
+use record::write_record;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -100,11 +100,15 @@ impl Source for RandomSource {
             return Ok(None);
         }
         self.last_batch_at = Some(Instant::now());
-        let now = now_micros();
-        let messages = (cursor.next_seq..end)
-            .map(|seq| Message::new(record(seq, self.payload_size)).with_origin_timestamp(now))
-            .collect();
-        Ok(Some(Batch::new(messages, Cursor { next_seq: end })))
+        // Written straight into the batch's buffer: no message or payload of its own
+        // per record.
+        let fields = Fields { origin_timestamp: Some(now_micros()), ..Fields::default() };
+        let mut packed =
+            PackedMessages::with_capacity((end - cursor.next_seq) as usize * (self.payload_size + PER_MESSAGE));
+        for seq in cursor.next_seq..end {
+            packed.push_with(fields, |payload| write_record(seq, self.payload_size, payload));
+        }
+        Ok(Some(Batch::from_packed(packed, Cursor { next_seq: end })))
     }
 }
 
@@ -117,6 +121,12 @@ fn now_micros() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn record(seq: u64, size: usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        write_record(seq, size, &mut out);
+        out
+    }
 
     #[test]
     fn records_are_json_of_the_requested_size_and_deterministic() {
@@ -138,5 +148,21 @@ mod tests {
         assert_eq!(record(42, 0), br#"{"seq":42,"text":""}"#);
         let max = record(u64::MAX, 0);
         assert_eq!(max, format!(r#"{{"seq":{},"text":""}}"#, u64::MAX).as_bytes());
+    }
+
+    #[test]
+    fn a_batch_holds_the_records_after_the_cursor_with_one_origin_timestamp() {
+        let config = r#"{"messages_per_batch": 3, "payload_size": 40, "max_count": 4}"#;
+        let mut source = RandomSource::open(serde_json::from_str(config).unwrap(), &Cursor::default()).unwrap();
+        let batch = source.poll(&Cursor { next_seq: 1 }).unwrap().expect("a batch");
+        assert_eq!(batch.next.next_seq, 4);
+        let messages = batch.packed.messages().unwrap();
+        let payloads: Vec<_> = messages.iter().map(|m| m.payload.clone()).collect();
+        assert_eq!(payloads, [record(1, 40), record(2, 40), record(3, 40)]);
+        let origin = messages[0].origin_timestamp.expect("an origin timestamp");
+        assert!(messages.iter().all(|m| m.origin_timestamp == Some(origin) && m.id.is_none() && m.headers.is_empty()));
+        // `max_count` cuts the last batch short, then there is nothing more.
+        assert_eq!(source.poll(&Cursor { next_seq: 3 }).unwrap().expect("a batch").packed.len(), 1);
+        assert!(source.poll(&Cursor { next_seq: 4 }).unwrap().is_none());
     }
 }
