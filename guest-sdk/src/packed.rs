@@ -64,15 +64,18 @@ pub struct Payload<'a> {
 }
 
 impl Payload<'_> {
+    #[inline]
     pub fn extend_from_slice(&mut self, bytes: &[u8]) {
         self.bytes.extend_from_slice(bytes);
     }
 
+    #[inline]
     pub fn push(&mut self, byte: u8) {
         self.bytes.push(byte);
     }
 
     /// The payload's length so far.
+    #[inline]
     pub fn len(&self) -> usize {
         self.bytes.len() - self.start
     }
@@ -89,6 +92,7 @@ impl<'b> Extend<&'b u8> for Payload<'_> {
 }
 
 impl std::io::Write for Payload<'_> {
+    #[inline]
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
         self.extend_from_slice(bytes);
         Ok(bytes.len())
@@ -148,7 +152,8 @@ impl PackedMessages {
     }
 
     /// Flags, id, origin timestamp and headers: everything of a message before its
-    /// payload's length.
+    /// payload's length. Inlined, as `put_length`, into the connector's loop.
+    #[inline]
     fn put_fields(&mut self, fields: Fields<'_>) {
         let Fields { id, origin_timestamp, headers } = fields;
         let packed = &mut self.bytes;
@@ -197,6 +202,7 @@ pub(crate) fn to_wire(messages: Vec<Message>, packed: PackedMessages) -> (Vec<wi
     (Vec::new(), all.bytes)
 }
 
+#[inline]
 fn put_length(packed: &mut Vec<u8>, length: usize) {
     packed.extend_from_slice(&(length as u32).to_le_bytes());
 }
