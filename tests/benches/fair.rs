@@ -17,7 +17,7 @@
 //!   one after another into one buffer as the guest writes them into its batch,
 //!   each payload a slice of it as the host's are (see [`records`]), serializes
 //!   the cursor as the guest's SDK does (`serde_json` of `{"next_seq":N}`), gives the
-//!   messages the ids ferry derives (`ferry::batch::assign_ids`, from the connector's
+//!   messages the ids ferry derives (`ferry::engine::batch::assign_ids`, from the connector's
 //!   key, the cursor committed before the batch and the index), then delivers the
 //!   batch and commits the cursor with the same durability as the ferry side.
 //!
@@ -72,14 +72,17 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use ferry::batch::{self as ferry_batch, IdSource, Message};
+use ferry::contract::Message;
+
 use ferry::config::StreamConfig;
-use ferry::delivery::{Delivery, Receipt, StagedCursor, Target};
+use ferry::engine::batch::{self as ferry_batch, IdSource};
+use ferry::engine::cursor::CursorStore;
+use ferry::engine::delivery::{Delivery, Receipt, StagedCursor, Target};
+use ferry::engine::source::{SourceConnector, SourceSettings};
 use ferry::iggy::IggyTarget;
-use ferry::local_log::{LocalLog, LoggedCursor};
 use ferry::runtime::{Runtime, SourceComponent};
-use ferry::source::{SourceConnector, SourceSettings};
-use ferry::state::{ConnectorState, CursorStore, Durability, StateDir};
+use ferry::store::local_log::{LocalLog, LoggedCursor};
+use ferry::store::state::{ConnectorState, Durability, StateDir};
 use ferry_tests::bench::{self, Measured, Out, Rounds, compare, time_source};
 use ferry_tests::components::RANDOM_SOURCE;
 use ferry_tests::harness::quick_settings;

@@ -23,15 +23,15 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 
+use ferry::capabilities::logging::{GuestLog, LogBudget};
 use ferry::config::{Allocator, BackoffConfig, ByteSize, StreamConfig};
-use ferry::delivery::NullTarget;
-use ferry::grants::logging::{GuestLog, LogBudget};
+use ferry::engine::delivery::NullTarget;
+use ferry::engine::source::SourceConnector;
+use ferry::engine::status::Event;
 use ferry::host::Host;
 use ferry::runtime::{
     Compiler, EngineOptions, Isolation, PoolSize, Provenance, Runtime, Sandbox, SourceComponent, SourceWorld,
 };
-use ferry::source::SourceConnector;
-use ferry::status::Event;
 use ferry_tests::components::{FAULTY_SOURCE, HOSTILE_SOURCE, RANDOM_SOURCE};
 use ferry_tests::harness::{MemoryCursor, Running, quick_settings};
 use serde_json::json;

@@ -73,16 +73,17 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::{BufMut, BytesMut};
-use ferry::batch::{Header, HeaderValue, Message, Uint128};
+use ferry::capabilities::postgres::PgPools;
 use ferry::config::{PostgresConfig, StreamConfig};
-use ferry::delivery::{Delivery, LogMark, Receipt, Target};
-use ferry::grants::postgres::PgPools;
+use ferry::contract::{Header, HeaderValue, Message, Uint128};
+use ferry::engine::cursor::CursorStore;
+use ferry::engine::delivery::{Delivery, LogMark, Receipt, Target};
+use ferry::engine::sink::{Input, SinkConnector, SinkSettings};
+use ferry::engine::source::SourceConnector;
 use ferry::iggy::{IggyInput, IggyTarget, Reading};
-use ferry::local_log::{LocalLog, LocalLogInput, TopicReader};
 use ferry::runtime::{Runtime, Sandbox, SinkComponent, SinkWorld, SourceComponent};
-use ferry::sink::{Input, SinkConnector, SinkSettings};
-use ferry::source::SourceConnector;
-use ferry::state::{ConnectorState, CursorStore, StateDir};
+use ferry::store::local_log::{LocalLog, LocalLogInput, TopicReader};
+use ferry::store::state::{ConnectorState, StateDir};
 use ferry_tests::bench::{self, Measured, Out, Rounds, SinkEnd, compare, time_sink, time_source};
 use ferry_tests::components::{POSTGRES_SINK, POSTGRES_SOURCE};
 use ferry_tests::harness::{quick_settings, quick_sink_settings};
@@ -281,7 +282,10 @@ impl Bench {
             component: self.source.clone().into(),
             plugin_config: json!({ "connection": DB, "table": TABLE, "batch_size": batch }).to_string(),
             streams: vec![created_stream(STREAM, &name)].into(),
-            settings: ferry::source::SourceSettings { poll_interval: Duration::from_millis(1), ..quick_settings() },
+            settings: ferry::engine::source::SourceSettings {
+                poll_interval: Duration::from_millis(1),
+                ..quick_settings()
+            },
             sandbox: self.sandbox(),
             target,
             cursor: Arc::new(self.state(&name)),
@@ -605,7 +609,7 @@ struct SinkRow<'a> {
 }
 
 impl<'a> SinkRow<'a> {
-    fn of_record(record: &'a ferry::local_log::Record, topic: &'a str) -> SinkRow<'a> {
+    fn of_record(record: &'a ferry::store::local_log::Record, topic: &'a str) -> SinkRow<'a> {
         SinkRow {
             id: record.id.expect("the source gives every message an id").to_string(),
             payload: &record.payload,

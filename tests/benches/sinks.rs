@@ -34,14 +34,15 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ferry::batch::Message;
 use ferry::config::{DirGrant, StreamConfig};
-use ferry::delivery::{Delivery, LogMark, Receipt, Target};
+use ferry::contract::Message;
+use ferry::engine::cursor::CursorStore;
+use ferry::engine::delivery::{Delivery, LogMark, Receipt, Target};
+use ferry::engine::sink::{Input, SinkConnector, SinkSettings};
 use ferry::iggy::{IggyInput, IggyTarget, Reading};
-use ferry::local_log::{LocalLog, LocalLogInput, TopicReader, headers_from_json};
 use ferry::runtime::{Runtime, Sandbox, SinkWorld};
-use ferry::sink::{Input, SinkConnector, SinkSettings};
-use ferry::state::{CursorStore, StateDir};
+use ferry::store::local_log::{LocalLog, LocalLogInput, TopicReader, headers_from_json};
+use ferry::store::state::StateDir;
 use ferry_tests::bench::{Measured, Rounds, SinkEnd, compare, time_sink};
 use ferry_tests::components::{FAULTY_SINK, FILE_SINK};
 use ferry_tests::harness::quick_sink_settings;
@@ -262,7 +263,7 @@ fn native_sink(dir: &Path, kind: &str, batch: u32, messages: u64, run: u32) -> M
                     id: record.id.unwrap_or(0),
                     timestamp: record.appended_at_micros,
                     origin_timestamp: record.origin_timestamp,
-                    headers: ferry::local_log::headers_json(&headers),
+                    headers: ferry::store::local_log::headers_json(&headers),
                     payload: &record.payload,
                 };
                 line.append_to(&mut lines);

@@ -35,12 +35,13 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ferry::delivery::{NullTarget, Target};
+use ferry::engine::cursor::CursorStore;
+use ferry::engine::delivery::{NullTarget, Target};
+use ferry::engine::source::SourceConnector;
 use ferry::iggy::IggyTarget;
-use ferry::local_log::{LocalLog, LoggedCursor};
 use ferry::runtime::{Runtime, SourceComponent};
-use ferry::source::SourceConnector;
-use ferry::state::{CursorStore, Durability, StateDir};
+use ferry::store::local_log::{LocalLog, LoggedCursor};
+use ferry::store::state::{Durability, StateDir};
 use ferry_tests::bench::{self, Measured, time_source};
 use ferry_tests::components::RANDOM_SOURCE;
 use ferry_tests::harness::{MemoryCursor, quick_settings};

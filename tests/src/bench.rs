@@ -5,11 +5,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use ferry::engine::sink::SinkConnector;
+use ferry::engine::source::SourceConnector;
+use ferry::engine::status::{Event, HistogramSnapshot, Phase, Stage, StageTimes};
 use ferry::host::Host;
 use ferry::runtime::Runtime;
-use ferry::sink::SinkConnector;
-use ferry::source::SourceConnector;
-use ferry::status::{Event, HistogramSnapshot, Phase, Stage, StageTimes};
 
 use crate::harness::Running;
 

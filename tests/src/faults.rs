@@ -9,8 +9,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
-use ferry::delivery::{Delivery, DeliveryError, Receipt, Target};
-use ferry::state::{Committed, CursorStore, StateError};
+use ferry::engine::cursor::{Committed, CursorStore, StateError};
+use ferry::engine::delivery::{Delivery, DeliveryError, Receipt, Target};
 use tokio::sync::{Semaphore, mpsc};
 
 use crate::harness::PATIENCE;

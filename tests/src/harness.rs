@@ -6,19 +6,20 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ferry::batch::Message;
 use ferry::config::{BackoffConfig, StreamConfig};
-use ferry::delivery::Delivery;
-use ferry::delivery::Target;
+use ferry::contract::Message;
+use ferry::engine::cursor::CursorStore;
+use ferry::engine::delivery::Delivery;
+use ferry::engine::delivery::Target;
+use ferry::engine::shutdown::{self, ShutdownTrigger};
+use ferry::engine::sink::{DeadLetters, SinkConnector, SinkSettings};
+use ferry::engine::source::{SourceConnector, SourceSettings};
+use ferry::engine::status::{Event, StatusBoard};
 use ferry::host::{Host, RunReport};
-use ferry::local_log::{LocalLog, Record};
-use ferry::local_log::{LocalLogInput, LoggedCursor};
 use ferry::runtime::{EngineOptions, Runtime, Sandbox, SinkComponent, SinkWorld, SourceComponent};
-use ferry::shutdown::{self, ShutdownTrigger};
-use ferry::sink::{DeadLetters, SinkConnector, SinkSettings};
-use ferry::source::{SourceConnector, SourceSettings};
-use ferry::state::{ConnectorState, CursorStore, StateDir};
-use ferry::status::{Event, StatusBoard};
+use ferry::store::local_log::{LocalLog, Record};
+use ferry::store::local_log::{LocalLogInput, LoggedCursor};
+use ferry::store::state::{ConnectorState, StateDir};
 use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
 
@@ -181,7 +182,7 @@ impl Harness {
     }
 
     /// The committed cursor of `key` as another process would read it.
-    pub fn committed(&self, key: &str) -> Option<ferry::state::Committed> {
+    pub fn committed(&self, key: &str) -> Option<ferry::engine::cursor::Committed> {
         self.states.read(key).unwrap_or_else(|e| panic!("{e}"))
     }
 
@@ -219,23 +220,23 @@ impl Harness {
 /// A cursor store in memory: for benchmarks that measure the host without the disk.
 #[derive(Default)]
 pub struct MemoryCursor {
-    committed: std::sync::Mutex<Option<ferry::state::Committed>>,
+    committed: std::sync::Mutex<Option<ferry::engine::cursor::Committed>>,
 }
 
 #[async_trait::async_trait]
 impl CursorStore for MemoryCursor {
-    async fn load(&self) -> Result<Option<ferry::state::Committed>, ferry::state::StateError> {
+    async fn load(&self) -> Result<Option<ferry::engine::cursor::Committed>, ferry::engine::cursor::StateError> {
         Ok(self.committed.lock().unwrap().clone())
     }
 
     async fn commit(
         &self,
         state: Vec<u8>,
-        receipt: ferry::delivery::Receipt,
-    ) -> Result<ferry::state::Committed, ferry::state::StateError> {
+        receipt: ferry::engine::delivery::Receipt,
+    ) -> Result<ferry::engine::cursor::Committed, ferry::engine::cursor::StateError> {
         let mut committed = self.committed.lock().unwrap();
         let generation = committed.as_ref().map_or(0, |c| c.generation) + 1;
-        let next = ferry::state::Committed { state, generation, committed_at_micros: 0, receipt };
+        let next = ferry::engine::cursor::Committed { state, generation, committed_at_micros: 0, receipt };
         *committed = Some(next.clone());
         Ok(next)
     }

@@ -57,10 +57,15 @@ pub struct PgServer {
 impl PgServer {
     /// This server as ferry's `[postgres.NAME]` sees it, signing in with `password`
     /// (written to `dir/<name>-password`, read from there as a secret file).
-    pub fn ferry_server(&self, dir: &Path, name: &str, password: &str) -> ferry::config::PostgresConfig {
+    pub fn ferry_server(
+        &self,
+        dir: &Path,
+        name: &str,
+        password: &str,
+    ) -> ferry::capabilities::postgres::PostgresServer {
         let file = dir.join(format!("{name}-password"));
         fs::write(&file, format!("{password}\n")).expect("writing the password file");
-        ferry::config::PostgresConfig {
+        ferry::capabilities::postgres::PostgresServer {
             host: self.host().to_string(),
             port: self.port(),
             database: self.database().to_string(),

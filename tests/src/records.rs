@@ -4,8 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use ferry::batch::{Message, Uint128};
-use ferry::local_log::Record;
+use ferry::contract::{Message, Uint128};
+use ferry::store::local_log::Record;
 
 /// A `{"seq":N}` message with an id of its own, N + 1 (an id is never 0).
 pub fn seq_message(seq: u64) -> Message {

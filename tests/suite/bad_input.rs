@@ -1,7 +1,7 @@
 //! Bad input to `ferry`: each case must be a clear error that names what is wrong and
 //! where, a non-zero exit, and no change to what was already committed.
 
-use ferry::state::{Committed, CursorStore};
+use ferry::engine::cursor::{Committed, CursorStore};
 use ferry_tests::components::{MISTYPED_SOURCE, NOT_A_SOURCE, RANDOM_SOURCE};
 
 use crate::process::{Ferry, Site, ferry, random_source_config};
@@ -154,7 +154,7 @@ fn a_state_file_of_garbage_or_truncated_to_nothing_is_corrupt() {
     for damage in [&b""[..], &b"definitely not a database, just some text"[..]] {
         let (site, _) = site_with_committed_state("random");
         let file = site.states().file_of("random");
-        for companion in ferry::sqlite::companion_files(&file) {
+        for companion in ferry::store::sqlite::companion_files(&file) {
             let _ = std::fs::remove_file(companion);
         }
         std::fs::write(&file, damage).unwrap();

@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use ferry::local_log::LocalLog;
+use ferry::store::local_log::LocalLog;
 use ferry_tests::raw_component::{many_functions, many_locals, source_with};
 use ferry_tests::records::seqs;
 use nix::sys::signal::Signal;

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use ferry::local_log::LocalLog;
+use ferry::store::local_log::LocalLog;
 use ferry_tests::components::RANDOM_SOURCE;
 use ferry_tests::faults::Immutable;
 use ferry_tests::records::seqs;

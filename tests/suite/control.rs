@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use crate::http_api::{head, start};
 use crate::process::{Ferry, Site, file_sink_table};
-use ferry::local_log::LocalLog;
+use ferry::store::local_log::LocalLog;
 use ferry_tests::components::FAULTY_SOURCE;
 use ferry_tests::free_port;
 use ferry_tests::http_client::{Response, get, get_until, request};

@@ -7,7 +7,7 @@
 //! `FERRY_CRASH_ROUNDS` sets the number of kills (default 20), `FERRY_CRASH_SEED` the
 //! seed of the moments (printed, so a failing run can be repeated).
 
-use ferry::local_log::LocalLog;
+use ferry::store::local_log::LocalLog;
 use ferry_tests::records::{assert_complete, next_seq, seqs};
 use nix::sys::signal::Signal;
 

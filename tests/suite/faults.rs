@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use ferry::batch::NackReason;
-use ferry::status::Event;
+use ferry::contract::NackReason;
+use ferry::engine::status::Event;
 use ferry_tests::components::RANDOM_SOURCE;
 use ferry_tests::faults::{FaultyCursor, FaultyTarget, GatedTarget};
 use ferry_tests::harness::{Harness, Running};
@@ -143,11 +143,11 @@ async fn too_many_nacks_in_a_row_fail_the_connector_and_it_restarts_from_committ
 struct PanickingTarget;
 
 #[async_trait::async_trait]
-impl ferry::delivery::Target for PanickingTarget {
+impl ferry::engine::delivery::Target for PanickingTarget {
     async fn deliver(
         &self,
-        _: ferry::delivery::Delivery,
-    ) -> Result<ferry::delivery::Receipt, ferry::delivery::DeliveryError> {
+        _: ferry::engine::delivery::Delivery,
+    ) -> Result<ferry::engine::delivery::Receipt, ferry::engine::delivery::DeliveryError> {
         panic!("a bug in a target")
     }
 }
@@ -170,7 +170,7 @@ async fn a_connector_whose_task_dies_shows_as_failed_and_its_neighbour_goes_on()
     let reason = failure.unwrap();
     assert!(reason.contains("panicked") && reason.contains("a bug in a target"), "{reason}");
     let status = running.status.get("broken").unwrap();
-    assert_eq!(status.phase, ferry::status::Phase::Failed, "a dead task must not look alive: {status:?}");
+    assert_eq!(status.phase, ferry::engine::status::Phase::Failed, "a dead task must not look alive: {status:?}");
     assert!(h.committed("broken").is_none(), "nothing was delivered, so nothing is committed");
     assert_complete(&seqs(&h.records("fine")), 100);
     let report = running.stop().await;

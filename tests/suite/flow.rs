@@ -1,7 +1,7 @@
 //! The ACK path: batches flow, the committed cursor follows each one, and the log
 //! holds every `seq` exactly once.
 
-use ferry::status::Event;
+use ferry::engine::status::Event;
 use ferry_tests::components::RANDOM_SOURCE;
 use ferry_tests::harness::Harness;
 use ferry_tests::records::{next_seq, seqs};

@@ -7,10 +7,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ferry::batch::NackReason;
 use ferry::config::BackoffConfig;
+use ferry::contract::NackReason;
+use ferry::engine::status::Event;
 use ferry::iggy::IggyTarget;
-use ferry::status::Event;
 use ferry_tests::components::RANDOM_SOURCE;
 use ferry_tests::faults::FaultyCursor;
 use ferry_tests::harness::{Harness, Running};

@@ -8,12 +8,12 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use ferry::batch::NackReason;
 use ferry::config::Config;
+use ferry::contract::NackReason;
+use ferry::engine::status::Event;
 use ferry::host::Host;
 use ferry::runtime::Compiler;
-use ferry::state::StateDir;
-use ferry::status::Event;
+use ferry::store::state::StateDir;
 use ferry_tests::components::RANDOM_SOURCE;
 use ferry_tests::harness::Running;
 use ferry_tests::iggy_server::{IggyServer, PASSWORD, USERNAME, live_server};

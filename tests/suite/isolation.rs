@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use ferry::config::BackoffConfig;
-use ferry::status::Event;
+use ferry::engine::status::Event;
 use ferry_tests::components::{FAULTY_SOURCE, RANDOM_SOURCE};
 use ferry_tests::harness::{Harness, Running};
 use ferry_tests::logs::capture;

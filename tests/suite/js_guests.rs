@@ -12,10 +12,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, OnceLock};
 
-use ferry::batch::NackReason;
-use ferry::config::{ByteSize, DirGrant};
-use ferry::local_log::LocalLog;
-use ferry::status::Event;
+use ferry::capabilities::dirs::DirGrant;
+use ferry::config::ByteSize;
+use ferry::contract::NackReason;
+use ferry::engine::status::Event;
+use ferry::store::local_log::LocalLog;
 use ferry_tests::faults::FaultyTarget;
 use ferry_tests::harness::{Harness, Running};
 use ferry_tests::logs::capture;

@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use ferry::config::{Allocator, BackoffConfig};
+use ferry::engine::status::Event;
 use ferry::runtime::{EngineOptions, PoolSize};
-use ferry::status::Event;
 use ferry_tests::components::{FAULTY_SOURCE, RANDOM_SOURCE};
 use ferry_tests::harness::Harness;
 use ferry_tests::records::seqs;

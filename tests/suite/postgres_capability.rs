@@ -14,9 +14,9 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use ferry::grants::postgres::PgPools;
-use ferry::source::SourceConnector;
-use ferry::status::Event;
+use ferry::capabilities::postgres::PgPools;
+use ferry::engine::source::SourceConnector;
+use ferry::engine::status::Event;
 use ferry_tests::components::PG_PROBE;
 use ferry_tests::harness::Harness;
 use ferry_tests::logs::capture;
@@ -40,7 +40,7 @@ fn probe_with(
     let mut source = h.source(key, PG_PROBE, json!({ "connection": connection, "steps": steps }));
     source.sandbox.grants.postgres = grants.iter().map(|g| g.to_string()).collect();
     let servers = BTreeMap::from([("db".to_string(), server.ferry_server(h.dir.path(), "db", password))]);
-    source.sandbox.postgres = PgPools::granted(&source.sandbox.grants, &servers).unwrap();
+    source.sandbox.shared.postgres = PgPools::granted(&source.sandbox.grants.postgres, &servers).unwrap();
     source
 }
 

@@ -23,7 +23,7 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use ferry::local_log::LocalLog;
+use ferry::store::local_log::LocalLog;
 use ferry_tests::components::{POSTGRES_SINK, POSTGRES_SOURCE};
 use ferry_tests::iggy_server::{IggyServer, PASSWORD, USERNAME, live_server};
 use ferry_tests::postgres_server::PgServer;

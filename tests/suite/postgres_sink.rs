@@ -6,9 +6,9 @@
 
 use std::collections::BTreeMap;
 
-use ferry::grants::postgres::PgPools;
-use ferry::sink::SinkConnector;
-use ferry::status::Event;
+use ferry::capabilities::postgres::PgPools;
+use ferry::engine::sink::SinkConnector;
+use ferry::engine::status::Event;
 use ferry_tests::components::POSTGRES_SINK;
 use ferry_tests::harness::{Harness, Running};
 use ferry_tests::logs::capture;
@@ -29,7 +29,7 @@ pub(crate) fn sink_with(h: &Harness, server: &PgServer, key: &str, plugin_config
     sink.dead_letters = Some(h.dead_letters("orders-dead"));
     sink.sandbox.grants.postgres = vec!["db".into()];
     let servers = BTreeMap::from([("db".to_string(), server.ferry_server(h.dir.path(), "db", PASSWORD))]);
-    sink.sandbox.postgres = PgPools::granted(&sink.sandbox.grants, &servers).unwrap();
+    sink.sandbox.shared.postgres = PgPools::granted(&sink.sandbox.grants.postgres, &servers).unwrap();
     sink
 }
 

@@ -6,8 +6,8 @@
 //! retry naming it, until the index is there; and reading the same messages again
 //! changes no row.
 
-use ferry::batch::{Message, Uint128};
-use ferry::status::Event;
+use ferry::contract::{Message, Uint128};
+use ferry::engine::status::Event;
 use ferry_tests::harness::{Harness, Running};
 use ferry_tests::postgres_server::PgServer;
 use serde_json::json;

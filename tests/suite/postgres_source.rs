@@ -8,11 +8,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use ferry::batch::NackReason;
-use ferry::grants::postgres::PgPools;
-use ferry::local_log::LocalLog;
-use ferry::source::SourceConnector;
-use ferry::status::Event;
+use ferry::capabilities::postgres::PgPools;
+use ferry::contract::NackReason;
+use ferry::engine::source::SourceConnector;
+use ferry::engine::status::Event;
+use ferry::store::local_log::LocalLog;
 use ferry_tests::components::POSTGRES_SOURCE;
 use ferry_tests::faults::FaultyTarget;
 use ferry_tests::harness::{Harness, Running};
@@ -46,7 +46,7 @@ fn delivered(log: &Path) -> Vec<i64> {
 fn granted(h: &Harness, server: &PgServer, mut source: SourceConnector) -> SourceConnector {
     source.sandbox.grants.postgres = vec!["db".into()];
     let servers = BTreeMap::from([("db".to_string(), server.ferry_server(h.dir.path(), "db", PASSWORD))]);
-    source.sandbox.postgres = PgPools::granted(&source.sandbox.grants, &servers).unwrap();
+    source.sandbox.shared.postgres = PgPools::granted(&source.sandbox.grants.postgres, &servers).unwrap();
     source
 }
 

@@ -147,8 +147,8 @@ impl Site {
         self.dir.path().join(relative)
     }
 
-    pub fn states(&self) -> ferry::state::StateDir {
-        ferry::state::StateDir::new(self.path("state"))
+    pub fn states(&self) -> ferry::store::state::StateDir {
+        ferry::store::state::StateDir::new(self.path("state"))
     }
 
     pub fn log_dir(&self) -> PathBuf {

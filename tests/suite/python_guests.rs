@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Mutex, OnceLock};
 
-use ferry::batch::NackReason;
-use ferry::local_log::LocalLog;
+use ferry::contract::NackReason;
+use ferry::store::local_log::LocalLog;
 use ferry_tests::faults::FaultyTarget;
 use ferry_tests::harness::Harness;
 use ferry_tests::records::{assert_complete, next_seq, seqs};
@@ -27,7 +27,7 @@ use crate::process::{Ferry, Site, crash_plan, ferry, ferry_binary};
 use ferry_tests::records::seq_of;
 
 /// The examples' sources, in this checkout.
-const EXAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/python");
+const EXAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/python");
 
 /// Where the built components and the shared compile cache are kept.
 fn work_dir() -> PathBuf {
@@ -213,7 +213,7 @@ fail_every = 3
     );
     let config = site.config("ferry.toml", &format!("{source}{sink}"));
     // The debug line of each stored offset is the event to wait for.
-    let mut run = Ferry::start(&config, &[("FERRY_LOG", "info,ferry::status=debug")]);
+    let mut run = Ferry::start(&config, &[("FERRY_LOG", "info,ferry::engine::status=debug")]);
     run.wait_for_line(&["key=feed}", "idle"]);
     run.wait_until_logged(&["key=pysink}", "offset stored", &format!(" end={COUNT} ")]);
     run.signal(Signal::SIGTERM);

@@ -10,10 +10,11 @@ use std::net::TcpListener;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use ferry::batch::NackReason;
-use ferry::config::{BackoffConfig, ByteSize, DirGrant};
-use ferry::source::SourceConnector;
-use ferry::status::Event;
+use ferry::capabilities::dirs::DirGrant;
+use ferry::config::{BackoffConfig, ByteSize};
+use ferry::contract::NackReason;
+use ferry::engine::source::SourceConnector;
+use ferry::engine::status::Event;
 use ferry_tests::components::{HOSTILE_SOURCE, RANDOM_SOURCE};
 use ferry_tests::harness::{Harness, Running};
 use ferry_tests::logs::capture;

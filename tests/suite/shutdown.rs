@@ -59,7 +59,7 @@ async fn a_batch_that_does_not_settle_within_the_grace_period_is_reported_and_no
 fn sigterm_with_batches_flowing_settles_and_exits_0() {
     let site = Site::new();
     let config = site.config("ferry.toml", &random_source_config("term", "messages_per_batch = 50"));
-    let mut ferry = Ferry::start(&config, &[("FERRY_LOG", "info,ferry::status=debug")]);
+    let mut ferry = Ferry::start(&config, &[("FERRY_LOG", "info,ferry::engine::status=debug")]);
     ferry.wait_for_line(&["key=term", "batch delivered", "generation=5"]);
     ferry.signal(Signal::SIGTERM);
     let status = ferry.wait();
@@ -70,7 +70,7 @@ fn sigterm_with_batches_flowing_settles_and_exits_0() {
     let closed_at: u64 = closing.rsplit("\"next_seq\":").next().unwrap().trim_end_matches('}').parse().unwrap();
     let committed = site.states().read("term").unwrap().unwrap();
     assert_eq!(next_seq(&committed.state), closed_at);
-    let records = ferry::local_log::LocalLog::read_all(&site.log_dir(), "demo", "term").unwrap();
+    let records = ferry::store::local_log::LocalLog::read_all(&site.log_dir(), "demo", "term").unwrap();
     // Settled means: every delivered record is committed, and nothing beyond.
     assert_eq!(seqs(&records), (0..closed_at).collect::<Vec<_>>());
     assert!(log.contains("all connectors stopped cleanly"));

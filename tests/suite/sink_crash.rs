@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 
-use ferry::local_log::{LocalLog, Record};
+use ferry::store::local_log::{LocalLog, Record};
 use ferry_tests::records::{assert_complete, positions, seq_of};
 use ferry_tests::sink_output::file_sink_output;
 use nix::sys::signal::Signal;
@@ -49,7 +49,7 @@ fn kill_9_at_random_moments_writes_every_message_once() {
     // The last run finishes the job at full speed: the source is idle only once it has
     // produced everything; then the sink has to reach the end of the log.
     let unpaced = config(&site, "finish.toml", &format!("max_count = {MAX_COUNT}"));
-    let mut ferry = Ferry::start(&unpaced, &[("FERRY_LOG", "info,ferry::status=debug")]);
+    let mut ferry = Ferry::start(&unpaced, &[("FERRY_LOG", "info,ferry::engine::status=debug")]);
     ferry.wait_for_line(&["key=feed", "idle"]);
     let end = log_records(&site).len() as u64;
     if committed(&site) < end {

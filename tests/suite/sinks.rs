@@ -14,10 +14,10 @@ mod shutdown;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use ferry::config::DirGrant;
-use ferry::sink::SinkConnector;
-use ferry::state::CursorStore;
-use ferry::status::Event;
+use ferry::capabilities::dirs::DirGrant;
+use ferry::engine::cursor::CursorStore;
+use ferry::engine::sink::SinkConnector;
+use ferry::engine::status::Event;
 use ferry_tests::components::FAULTY_SINK;
 use ferry_tests::harness::Harness;
 use ferry_tests::records::positions;

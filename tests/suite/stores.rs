@@ -11,13 +11,13 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use ferry::batch::NackReason;
 use ferry::config::StreamConfig;
-use ferry::delivery::LogMark;
-use ferry::local_log::LocalLog;
-use ferry::sqlite::companion_files;
-use ferry::state::Committed;
-use ferry::status::Event;
+use ferry::contract::NackReason;
+use ferry::engine::cursor::Committed;
+use ferry::engine::delivery::LogMark;
+use ferry::engine::status::Event;
+use ferry::store::local_log::LocalLog;
+use ferry::store::sqlite::companion_files;
 use ferry_tests::components::RANDOM_SOURCE;
 use ferry_tests::faults::Immutable;
 use ferry_tests::harness::Harness;
@@ -60,7 +60,7 @@ fn topic_file(site: &Site) -> PathBuf {
     LocalLog::topic_file(&site.log_dir(), "demo", KEY)
 }
 
-fn records(log_dir: &Path) -> Vec<ferry::local_log::Record> {
+fn records(log_dir: &Path) -> Vec<ferry::store::local_log::Record> {
     LocalLog::read_all(log_dir, "demo", KEY).unwrap_or_else(|e| panic!("{e}"))
 }
 

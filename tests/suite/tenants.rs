@@ -12,11 +12,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use ferry::config::Config;
+use ferry::engine::cursor::CursorStore;
+use ferry::engine::status::Event;
 use ferry::host::Host;
-use ferry::local_log::LocalLog;
 use ferry::runtime::Compiler;
-use ferry::state::{CursorStore, StateDir};
-use ferry::status::Event;
+use ferry::store::local_log::LocalLog;
+use ferry::store::state::StateDir;
 use ferry_tests::components::{HOSTILE_SOURCE, POSTGRES_SOURCE, RANDOM_SOURCE};
 use ferry_tests::harness::Running;
 use ferry_tests::records::{next_seq, seqs};

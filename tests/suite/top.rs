@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use crate::http_api::{API_KEY, BASE, certificate, faulty, head, start};
 use crate::process::{Ferry, Site, ferry_binary};
-use ferry::status::{StatusFile, read_status_file, status_file_path};
+use ferry::engine::status::{StatusFile, read_status_file, status_file_path};
 use ferry_tests::components::HOSTILE_SOURCE;
 use ferry_tests::free_port;
 use ferry_tests::harness::PATIENCE;

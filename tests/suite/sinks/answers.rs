@@ -8,11 +8,11 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use ferry::batch::{Header, HeaderValue};
 use ferry::config::BackoffConfig;
-use ferry::local_log::LocalLog;
-use ferry::sink::DeadLetters;
-use ferry::status::Event;
+use ferry::contract::{Header, HeaderValue};
+use ferry::engine::sink::DeadLetters;
+use ferry::engine::status::Event;
+use ferry::store::local_log::LocalLog;
 use ferry_tests::components::RANDOM_SOURCE;
 use ferry_tests::faults::{FaultyTarget, GatedCursor};
 use ferry_tests::harness::{Harness, Running};

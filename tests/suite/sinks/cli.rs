@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use ferry::local_log::LocalLog;
+use ferry::store::local_log::LocalLog;
 use ferry_tests::components::{FAULTY_SINK, FILE_SINK, RANDOM_SOURCE};
 use ferry_tests::records::{positions, seqs};
 use ferry_tests::sink_output::{faulty_sink_written, file_sink_output};
@@ -136,7 +136,7 @@ reject_seqs = [5, 7]
     let source = random_source_config("feed", "messages_per_batch = 5\ninterval = \"2ms\"");
     let text = format!("{source}{}{picky}", file_sink_table("archive", "batch_length = 7", ""));
     let config = site.config("ferry.toml", &text);
-    let mut ferry = Ferry::start(&config, &[("FERRY_LOG", "info,ferry::status=debug")]);
+    let mut ferry = Ferry::start(&config, &[("FERRY_LOG", "info,ferry::engine::status=debug")]);
     let mut dead = 0;
     while dead < 2 {
         let line = ferry.wait_for_line(&["key=picky", "went to its dead letters"]);

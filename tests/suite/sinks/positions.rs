@@ -4,9 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use ferry::delivery::Receipt;
-use ferry::state::CursorStore;
-use ferry::status::{Event, Phase};
+use ferry::engine::cursor::CursorStore;
+use ferry::engine::delivery::Receipt;
+use ferry::engine::status::{Event, Phase};
 use ferry_tests::harness::{Harness, Running};
 use ferry_tests::logs::capture;
 use ferry_tests::records::{positions, seq_messages};

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use ferry::config::BackoffConfig;
-use ferry::status::{Event, Phase};
+use ferry::engine::status::{Event, Phase};
 use ferry_tests::faults::GatedCursor;
 use ferry_tests::harness::{Harness, Running};
 use ferry_tests::logs::capture;

@@ -1,0 +1,64 @@
+//! # ferry-capabilities: what a guest may reach beyond its own memory, deny by default
+//!
+//! Each capability is one folder of one shape (see [`Capability`]): its grant and
+//! its host-wide section in the config (`config.rs`), the imports it serves and how
+//! (`host.rs` where it serves an interface of the contract), and its tests. This file
+//! is the one place that lists them; everything the other layers need of "all the
+//! capabilities" (the `[*.grants]` table, what a connector shares, what an instance
+//! holds, linking, `ferry inspect`'s verdicts, secrets) is generated from the list.
+//!
+//! * [`wasi`]: clocks, random, streams and `exit` (always granted: harmless, and
+//!   needed by nearly every program); standard input stays closed;
+//! * [`stdio`]: standard output and error, into the host log (a panic message lands
+//!   there);
+//! * [`logging`]: the contract's logging import, into the host log under the
+//!   connector's key, rate-limited (always granted: it is how a guest talks to the
+//!   operator);
+//! * [`env`]: environment variables named in `grants.env`, none otherwise;
+//! * [`dirs`]: directories named in `grants.dirs`, none otherwise;
+//! * [`network`]: TCP connections and outgoing `wasi:http` requests to
+//!   `grants.network`, nothing otherwise;
+//! * [`postgres`]: the contract's PostgreSQL import, to the servers of
+//!   `[postgres.NAME]` named in `grants.postgres`, none otherwise.
+//!
+//! Every WASI interface is *linked* (a component built for wasm32-wasip1 imports
+//! filesystem and sockets whether it uses them or not), but an ungranted one has
+//! nothing behind it: no preopened directory to open a file in, no address a socket
+//! may connect to. The guest gets an ordinary error it can handle. [`Grants::verdict`]
+//! says, import by import, which side of that line a component falls on.
+//!
+//! Adding a capability: its WIT interface in `wit/` (imported by the worlds), a
+//! folder here implementing [`Capability`], one line in the list below, and its
+//! module in the guest SDK. The README's "Adding a capability" lists each step.
+
+mod capability;
+mod registry;
+
+pub mod dirs;
+pub mod env;
+pub mod logging;
+pub mod network;
+pub mod postgres;
+pub mod stdio;
+pub mod wasi;
+
+pub use capability::{Capability, Guest, GuestData, Import, InstanceBuilder, InstanceLimits, NoSection, Verdict};
+
+registry::capabilities! {
+    // Every guest has these: their grant is `()`.
+    always {
+        wasi: wasi::Wasi,
+        stdio: stdio::Stdio,
+        logging: logging::Logging,
+    }
+    // Granted per connector, in `[*.grants]`, by the key on the left.
+    granted {
+        env: env::Env,
+        dirs: dirs::Dirs,
+        network: network::Network,
+        postgres: postgres::Postgres,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,65 @@
+//! The servers one connector is granted, each with a small pool of the host's.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use tokio_postgres::NoTls;
+
+use super::PostgresServer;
+
+/// The servers one connector is granted, each with its pool (connections are made
+/// when first used, so a server that is down does not stop the host from starting).
+#[derive(Clone, Default)]
+pub struct PgPools(Arc<BTreeMap<String, Pool>>);
+
+impl PgPools {
+    /// Pools for the servers `names` (a connector's `grants.postgres`), as `servers`
+    /// define them; the error names what is wrong (an undefined name, a password that
+    /// cannot be read).
+    pub fn granted(names: &[String], servers: &BTreeMap<String, PostgresServer>) -> Result<PgPools, String> {
+        let mut pools = BTreeMap::new();
+        for name in names {
+            let server =
+                servers.get(name).ok_or_else(|| format!("grants.postgres: no [postgres.{name}] is defined"))?;
+            let mut config = tokio_postgres::Config::new();
+            config
+                .host(&server.host)
+                .port(server.port)
+                .dbname(&server.database)
+                .user(&server.user)
+                .connect_timeout(server.connect_timeout)
+                .application_name("ferry");
+            if let Some(password) = &server.password {
+                config.password(password.read().map_err(|p| format!("[postgres.{name}] password: {p}"))?);
+            }
+            let manager =
+                Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+            let pool = Pool::builder(manager)
+                .max_size(server.max_connections as usize)
+                .build()
+                .map_err(|e| format!("[postgres.{name}]: {e}"))?;
+            pools.insert(name.clone(), pool);
+        }
+        Ok(PgPools(Arc::new(pools)))
+    }
+
+    pub(super) fn get(&self, name: &str) -> Option<&Pool> {
+        self.0.get(name)
+    }
+}
+
+// Pools are compared and shown by the names they serve: what a sandbox grants.
+impl std::fmt::Debug for PgPools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.0.keys()).finish()
+    }
+}
+
+impl PartialEq for PgPools {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.keys().eq(other.0.keys())
+    }
+}
+
+impl Eq for PgPools {}

@@ -1,0 +1,46 @@
+//! The list as a whole: what every import gets with no grants and with some.
+
+use super::{Grants, Verdict};
+
+#[test]
+fn nothing_but_clocks_random_and_logs_without_grants() {
+    let none = Grants::default();
+    assert!(matches!(none.verdict("wasi:clocks/monotonic-clock@0.2.3"), Verdict::Granted(_)));
+    assert!(matches!(none.verdict("wasi:random/random@0.2.3"), Verdict::Granted(_)));
+    assert!(matches!(none.verdict("iggy:connector/logging@0.2.0"), Verdict::Granted(_)));
+    assert!(matches!(none.verdict("iggy:connector/types@0.2.0"), Verdict::Granted(_)));
+    assert!(matches!(none.verdict("wasi:filesystem/preopens@0.2.3"), Verdict::Denied(_)));
+    assert!(matches!(none.verdict("wasi:sockets/tcp@0.2.3"), Verdict::Denied(_)));
+    assert!(matches!(none.verdict("wasi:cli/environment@0.2.3"), Verdict::Denied(_)));
+    assert!(matches!(none.verdict("wasi:cli/stdin@0.2.3"), Verdict::Denied(_)));
+    assert!(matches!(none.verdict("wasi:http/outgoing-handler@0.2.3"), Verdict::Denied(_)));
+    assert!(matches!(none.verdict("iggy:connector/postgres@0.2.0"), Verdict::Denied(_)));
+    assert_eq!(none.verdict("wasi:http/incoming-handler@0.2.3"), Verdict::Unavailable);
+    assert_eq!(none.verdict("wasi:keyvalue/store@0.2.0"), Verdict::Unavailable);
+    assert_eq!(none.verdict("iggy:connector/redis@0.2.0"), Verdict::Unavailable);
+}
+
+#[test]
+fn grants_open_what_they_name() {
+    let grants = Grants {
+        env: vec!["TZ".into()],
+        dirs: vec![],
+        network: vec!["localhost:1".into()],
+        postgres: vec!["orders".into()],
+    };
+    assert!(matches!(grants.verdict("wasi:cli/environment@0.2.3"), Verdict::Granted("grants.env")));
+    assert!(matches!(grants.verdict("wasi:sockets/tcp@0.2.0"), Verdict::Granted("grants.network")));
+    assert!(matches!(grants.verdict("wasi:http/outgoing-handler@0.2.3"), Verdict::Granted("grants.network")));
+    assert!(matches!(grants.verdict("wasi:filesystem/types@0.2.3"), Verdict::Denied(_)));
+    assert!(matches!(grants.verdict("iggy:connector/postgres@0.2.0"), Verdict::Granted("grants.postgres")));
+    // A network grant is TCP and HTTP only: the sandbox never lets UDP out.
+    assert_eq!(grants.verdict("wasi:sockets/udp@0.2.3"), Verdict::Denied("UDP is never granted"));
+    assert_eq!(grants.verdict("wasi:sockets/udp-create-socket@0.2.3"), Verdict::Denied("UDP is never granted"));
+}
+
+#[test]
+fn an_unknown_grant_is_refused_by_name() {
+    let error = toml::from_str::<Grants>("netwrk = []").unwrap_err().to_string();
+    assert!(error.contains("unknown field `netwrk`"), "{error}");
+    assert!(error.contains("`env`, `dirs`, `network`, `postgres`"), "{error}");
+}

@@ -1,0 +1,27 @@
+//! # ferry-contract: what every layer of Ferry agrees on
+//!
+//! The bottom of the host; it imports no other crate of Ferry's, and every crate above
+//! speaks its types:
+//!
+//! * [`wit`]: the WIT contract with guests, compiled in as text and as Rust bindings;
+//!   [`check`](Contract): the check that a component keeps it, naming what it breaks;
+//! * [`Message`] and the contract's plain types (ids, headers, batches, NACK reasons);
+//! * [`settings`]: the values the configuration is made of (sizes, durations, their
+//!   bounds, secrets, names), shared by the layers that each own a part of the config;
+//! * [`Durability`]: when a committed cursor is on disk;
+//! * the rules for what the host takes from outside: [`files`] the operator names,
+//!   [`guest_text`] a guest writes, and the [`rate_limit`] on how much of it is kept.
+
+mod check;
+mod durability;
+pub mod files;
+pub mod guest_text;
+mod message;
+pub mod rate_limit;
+pub mod settings;
+pub mod wit;
+
+pub use check::{ComponentWorld, Contract, ContractError, Role, check, role_of, show};
+pub use durability::Durability;
+pub use message::{Message, header_size};
+pub use wit::types::{Batch, BatchResult, Header, HeaderValue, Int128, Nack, NackReason, Uint128};

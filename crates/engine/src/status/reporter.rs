@@ -1,0 +1,357 @@
+//! A [`Reporter`] is how one connector's loops and supervisor say what happened: it
+//! updates the connector's status, logs the line an operator needs, and publishes
+//! the event, so that the loops never format a line themselves and read as their
+//! contract.
+//!
+//! Errors, NACK details and trap messages often quote what a guest said, so they are
+//! treated as guest text: escaped and cut (see [`ferry_contract::guest_text`]) before they
+//! reach the log, the status file or an event, and the lines about them are
+//! rate-limited per connector (every count in status stays exact).
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use super::{ConnectorStatus, Event, Meters, Phase, Stage, StatusBoard};
+use ferry_contract::NackReason;
+use ferry_contract::guest_text::{self, MAX_MESSAGE};
+use ferry_contract::rate_limit::RateLimit;
+
+/// Where an instance starts from, for its first line and its status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartingFrom {
+    /// A committed cursor (or sink positions) of Ferry's state store, this generation.
+    Committed(u64),
+    /// Nothing committed yet: a first run.
+    Nothing,
+    /// State kept somewhere else, e.g. "the consumer group's offsets on the Iggy
+    /// server".
+    Elsewhere(&'static str),
+}
+
+impl StartingFrom {
+    /// [`StartingFrom::Committed`] with this generation, or [`StartingFrom::Nothing`].
+    pub fn generation(generation: Option<u64>) -> Self {
+        generation.map_or(StartingFrom::Nothing, StartingFrom::Committed)
+    }
+}
+
+/// Where a sink's batch came from and how it ended, for [`Reporter::written`].
+pub struct Written<'a> {
+    pub stream: &'a str,
+    pub topic: &'a str,
+    pub partition: u32,
+    /// The offset stored: the one after the batch's last message.
+    pub end: u64,
+    pub messages: usize,
+    /// How many of them went to the dead letters.
+    pub dead: usize,
+    /// The generation of the stored positions, when the store counts them.
+    pub generation: Option<u64>,
+}
+
+/// What a poll brought, for counting the messages polled: a source's guest's batch,
+/// a sink's input's batch, and the result of a poll for one.
+pub trait Polled {
+    fn messages(&self) -> usize;
+}
+
+impl<B: Polled, E> Polled for Result<Option<B>, E> {
+    fn messages(&self) -> usize {
+        match self {
+            Ok(Some(batch)) => batch.messages(),
+            _ => 0,
+        }
+    }
+}
+
+/// Lines about a connector's errors, NACKs and traps, per second on average.
+const PROBLEM_LINES_PER_SECOND: u32 = 10;
+/// ... and at once.
+const PROBLEM_LINES_BURST: u32 = 50;
+
+/// Reports one connector's changes: updates its status, logs the line operators
+/// need, and publishes the event.
+#[derive(Clone)]
+pub struct Reporter {
+    key: Arc<str>,
+    board: Arc<StatusBoard>,
+    meters: Arc<Meters>,
+    /// The budget of lines about problems, which a guest can provoke at will.
+    problems: Arc<RateLimit>,
+}
+
+impl Reporter {
+    pub(super) fn new(key: Arc<str>, board: Arc<StatusBoard>, meters: Arc<Meters>) -> Self {
+        let problems = Arc::new(RateLimit::new(PROBLEM_LINES_PER_SECOND, PROBLEM_LINES_BURST));
+        Reporter { key, board, meters, problems }
+    }
+
+    pub fn key(&self) -> &Arc<str> {
+        &self.key
+    }
+
+    /// The connector's sandbox counters.
+    pub fn meters(&self) -> &Meters {
+        &self.meters
+    }
+
+    /// Run one stage of the loop, timing it into the connector's histogram of that
+    /// stage: the loop's one call for the stage.
+    pub async fn timed<T>(&self, stage: Stage, work: impl Future<Output = T>) -> T {
+        let started = Instant::now();
+        let output = work.await;
+        self.meters.stages.observe(stage, started.elapsed());
+        output
+    }
+
+    /// [`Reporter::timed`] for [`Stage::Poll`], also counting the messages polled.
+    pub async fn polled<P: Polled>(&self, poll: impl Future<Output = P>) -> P {
+        let output = self.timed(Stage::Poll, poll).await;
+        self.meters.messages_polled.fetch_add(output.messages() as u64, Ordering::Relaxed);
+        output
+    }
+
+    fn update(&self, event: Event, change: impl FnOnce(&mut ConnectorStatus)) {
+        if let Some(status) = self.board.lock().get_mut(&*self.key) {
+            let before = status.phase;
+            change(status);
+            if status.phase != before {
+                self.board.phase_changed.notify_waiters();
+            }
+        }
+        self.board.changed.notify_one();
+        // Nobody listening is fine.
+        let _ = self.board.events.send(event);
+    }
+
+    pub fn starting(&self, instance: u64, from: StartingFrom) {
+        let committed = match from {
+            StartingFrom::Committed(generation) => {
+                tracing::info!(instance, generation, "starting from committed cursor");
+                Some(generation)
+            }
+            StartingFrom::Nothing => {
+                tracing::info!(instance, "starting with no committed cursor (first run)");
+                None
+            }
+            StartingFrom::Elsewhere(place) => {
+                tracing::info!(instance, "starting from {place}");
+                None
+            }
+        };
+        self.update(Event::Started { key: self.key.clone(), instance }, |s| {
+            s.phase = Phase::Starting;
+            s.idled_this_instance = false;
+            s.instances = instance;
+            s.committed_generation = committed;
+        });
+    }
+
+    pub fn running(&self) {
+        tracing::info!("running");
+        if let Some(status) = self.board.lock().get_mut(&*self.key) {
+            status.phase = Phase::Running;
+        }
+        self.board.changed.notify_one();
+    }
+
+    pub fn acked(&self, batch: u64, messages: usize, bytes: usize, generation: Option<u64>) {
+        tracing::debug!(batch, messages, bytes, generation, "batch delivered, cursor committed, ACK");
+        let event = Event::Acked { key: self.key.clone(), batch, messages, generation };
+        self.update(event, |s| {
+            s.phase = Phase::Running;
+            s.batches_acked += 1;
+            s.messages_delivered += messages as u64;
+            s.bytes_delivered += bytes as u64;
+            s.consecutive_nacks = 0;
+            if generation.is_some() {
+                s.committed_generation = generation;
+            }
+        });
+    }
+
+    pub fn nacked(&self, batch: u64, reason: NackReason, detail: &str) {
+        let detail = guest_text::clean(detail, MAX_MESSAGE);
+        self.problem_line(|| {
+            tracing::warn!(batch, reason = reason.as_str(), "NACK: {detail}; committed cursor unchanged")
+        });
+        let last_error = format!("{}: {detail}", reason.as_str());
+        let event = Event::Nacked { key: self.key.clone(), batch, reason, detail };
+        self.update(event, |s| {
+            s.nacks += 1;
+            *s.nacks_by_reason.entry(reason.as_str().to_string()).or_default() += 1;
+            s.consecutive_nacks += 1;
+            s.last_error = Some(last_error);
+        });
+    }
+
+    /// A sink's batch is settled: `messages` written, `dead` of them dead-lettered,
+    /// and the offset past them stored.
+    pub fn written(&self, at: Written<'_>, bytes: usize) {
+        let Written { stream, topic, partition, end, messages, dead, generation } = at;
+        tracing::debug!(stream, topic, partition, end, messages, dead, bytes, "batch written, offset stored");
+        if dead > 0 {
+            self.problem_line(|| {
+                tracing::warn!(
+                    stream,
+                    topic,
+                    partition,
+                    "{dead} message(s) the sink can never write went to its dead letters; offset stored at {end}"
+                )
+            });
+        }
+        let event = Event::Written {
+            key: self.key.clone(),
+            stream: stream.to_string(),
+            topic: topic.to_string(),
+            partition,
+            end,
+            messages,
+            dead,
+        };
+        self.update(event, |s| {
+            s.phase = Phase::Running;
+            s.batches_acked += 1;
+            s.messages_delivered += messages as u64;
+            s.bytes_delivered += bytes as u64;
+            s.dead_lettered += dead as u64;
+            s.consecutive_nacks = 0;
+            if generation.is_some() {
+                s.committed_generation = generation;
+            }
+        });
+    }
+
+    /// A sink's guest answered `retry` (or rejected messages there is nowhere to put).
+    pub fn retried(&self, reason: &str) {
+        let reason = guest_text::clean(reason, MAX_MESSAGE);
+        self.problem_line(|| tracing::warn!("retry: {reason}; offset unchanged, the same messages come again"));
+        let last_error = format!("retry: {reason}");
+        self.update(Event::Retried { key: self.key.clone(), reason }, |s| {
+            s.nacks += 1;
+            *s.nacks_by_reason.entry("retry".to_string()).or_default() += 1;
+            s.consecutive_nacks += 1;
+            s.last_error = Some(last_error);
+        });
+    }
+
+    /// A sink could not read its input, deliver its dead letters, or store its offset:
+    /// the offset does not move, and it is tried again.
+    pub fn input_failed(&self, detail: &str) {
+        let detail = guest_text::clean(detail, MAX_MESSAGE);
+        self.problem_line(|| tracing::warn!("{detail}"));
+        self.update(Event::InputFailed { key: self.key.clone(), detail: detail.clone() }, |s| {
+            s.consecutive_nacks += 1;
+            s.last_error = Some(detail);
+        });
+    }
+
+    pub fn guest_error(&self, message: &str) {
+        let message = guest_text::clean(message, MAX_MESSAGE);
+        self.problem_line(|| tracing::warn!("guest error: {message}"));
+        self.update(Event::GuestError { key: self.key.clone(), message: message.clone() }, |s| {
+            s.guest_errors += 1;
+            s.consecutive_nacks += 1;
+            s.last_error = Some(message);
+        });
+    }
+
+    pub fn trapped(&self, message: &str) {
+        let message = guest_text::clean(message, MAX_MESSAGE);
+        self.problem_line(|| tracing::error!("{message}; dropping the instance"));
+        self.update(Event::Trapped { key: self.key.clone(), message: message.clone() }, |s| {
+            s.traps += 1;
+            s.last_error = Some(message);
+        });
+    }
+
+    pub fn failed(&self, reason: &str, restart_in: std::time::Duration) {
+        let reason = guest_text::clean(reason, MAX_MESSAGE);
+        self.problem_line(|| {
+            tracing::error!("connector failed: {reason}; restarting from its committed cursor in {restart_in:?}")
+        });
+        self.update(Event::Failed { key: self.key.clone(), reason: reason.clone() }, |s| {
+            s.phase = Phase::Failed;
+            s.last_error = Some(reason);
+        });
+    }
+
+    pub fn refused(&self, reason: &str) {
+        let reason = guest_text::clean(reason, MAX_MESSAGE);
+        tracing::error!("connector will not run: {reason}");
+        self.update(Event::Refused { key: self.key.clone(), reason: reason.clone() }, |s| {
+            s.phase = Phase::Refused;
+            s.last_error = Some(reason);
+        });
+    }
+
+    /// The connector's task died of a panic: a bug in ferry, not in the guest. It is
+    /// not restarted (the same bug would strike again); its status must not look alive.
+    pub fn crashed(&self, panic: &str) {
+        let reason = format!(
+            "the connector's task panicked, which is a bug in ferry (please report it): {}; it is not restarted",
+            guest_text::clean(panic, MAX_MESSAGE)
+        );
+        tracing::error!("{reason}");
+        self.update(Event::Failed { key: self.key.clone(), reason: reason.clone() }, |s| {
+            s.phase = Phase::Failed;
+            s.last_error = Some(reason);
+        });
+    }
+
+    /// Log a line about a problem, within the connector's budget for such lines; say
+    /// once a second how many were left out.
+    fn problem_line(&self, log: impl FnOnce()) {
+        let admission = self.problems.admit();
+        if admission.admitted {
+            log();
+        }
+        if let Some(left_out) = admission.refused_to_report {
+            tracing::warn!(
+                target: "ferry::limits",
+                left_out,
+                "more errors and NACKs than {PROBLEM_LINES_PER_SECOND} lines a second: {left_out} not logged \
+                 (ferry status counts every one)"
+            );
+        }
+    }
+
+    /// The guest had nothing to deliver. Published once per idle spell; logged at
+    /// info only the first time an instance goes idle (a paced source is idle between
+    /// every two batches, and the progress line already shows its flow).
+    pub fn idle(&self) {
+        let (phase, first_time) = {
+            let mut connectors = self.board.lock();
+            match connectors.get_mut(&*self.key) {
+                Some(status) => (status.phase, !std::mem::replace(&mut status.idled_this_instance, true)),
+                None => return,
+            }
+        };
+        if phase == Phase::Idle {
+            return;
+        }
+        if first_time {
+            tracing::info!("idle: nothing to deliver, polling at the poll interval");
+        } else {
+            tracing::debug!("idle: nothing to deliver");
+        }
+        self.update(Event::Idle { key: self.key.clone() }, |s| s.phase = Phase::Idle);
+    }
+
+    pub fn stopped(&self) {
+        tracing::info!("stopped");
+        self.update(Event::Stopped { key: self.key.clone() }, |s| s.phase = Phase::Stopped);
+    }
+
+    /// Paused by an operator: its last batch settled and its guest was closed.
+    pub fn paused(&self) {
+        tracing::info!("paused: it polls again when resumed");
+        self.update(Event::Paused { key: self.key.clone() }, |s| s.phase = Phase::Paused);
+    }
+
+    /// Instances started so far (a restarted connector counts on from there).
+    pub fn instances(&self) -> u64 {
+        self.board.lock().get(&*self.key).map_or(0, |s| s.instances)
+    }
+}

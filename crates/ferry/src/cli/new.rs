@@ -1,0 +1,166 @@
+//! `ferry new source|sink NAME [--lang rust|python|js] [--path DIR]`: write a
+//! connector project, outside any workspace, that `ferry build` builds and `ferry run`
+//! runs as it stands. What is common to every language is here (the name, the
+//! directory, never overwriting anything); each language's files are templates in
+//! `new/<lang>/`, chosen by `new/<lang>.rs`.
+
+mod js;
+mod python;
+mod rust;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+
+/// What the connector is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    Source,
+    Sink,
+}
+
+impl Kind {
+    fn noun(self) -> &'static str {
+        match self {
+            Kind::Source => "source",
+            Kind::Sink => "sink",
+        }
+    }
+}
+
+/// The language the connector is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Lang {
+    Rust,
+    Python,
+    Js,
+}
+
+/// The guest SDKs of the checkout this ferry was built from: what a new project
+/// depends on (`guest-sdk/` for Rust, `guest-sdk/<lang>/` for the others).
+const GUEST_SDK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../guest-sdk");
+
+/// The names a template may use: `{{name}}` (as given), `{{lib}}` (with `_` for `-`),
+/// `{{kind}}` (`source` or `sink`) and `{{guest_sdk}}` (the absolute path of the
+/// language's SDK in this checkout).
+struct Names<'a> {
+    name: &'a str,
+    kind: Kind,
+    guest_sdk: String,
+}
+
+impl Names<'_> {
+    fn fill(&self, template: &str) -> String {
+        template
+            .replace("{{name}}", self.name)
+            .replace("{{lib}}", &self.name.replace('-', "_"))
+            .replace("{{kind}}", self.kind.noun())
+            .replace("{{guest_sdk}}", &self.guest_sdk)
+    }
+}
+
+/// One file of a new project: its path inside the project, and its text.
+type File = (&'static str, String);
+
+/// A language's files for a new project (`new/<lang>.rs`).
+type Files = fn(Kind, &Names) -> Vec<File>;
+
+pub fn new(kind: Kind, name: &str, lang: Lang, parent: &Path) -> Result<ExitCode> {
+    check_name(name)?;
+    let dir = parent.join(name);
+    if dir.symlink_metadata().is_ok() {
+        bail!("{}: already exists; `ferry new` writes a new directory and overwrites nothing", dir.display());
+    }
+    let (sdk, files): (&str, Files) = match lang {
+        Lang::Rust => ("", rust::files),
+        Lang::Python => ("python", python::files),
+        Lang::Js => ("js", js::files),
+    };
+    let names = Names { name, kind, guest_sdk: guest_sdk(sdk)? };
+    let files = files(kind, &names);
+
+    std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+    // `create_dir`, not `create_dir_all`: if the directory appeared since the check
+    // above, this fails rather than write into it.
+    std::fs::create_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    for (file, text) in files {
+        let path: PathBuf = dir.join(file);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+        }
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    println!("created the {} `{name}` in {}", kind.noun(), dir.display());
+    println!("next: cd {} && ferry build && ferry run ferry.toml", dir.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The absolute path of a language's SDK (`sub` of `guest-sdk/`) in this checkout.
+pub(super) fn guest_sdk(sub: &str) -> Result<String> {
+    let path = Path::new(GUEST_SDK).join(sub);
+    let path = path.canonicalize().with_context(|| {
+        format!(
+            "the guest SDK this ferry was built with ({}) is gone; run a ferry built from a checkout",
+            path.display()
+        )
+    })?;
+    Ok(path.to_str().context("the guest SDK's path is not UTF-8")?.to_string())
+}
+
+/// A name cargo takes as a package name, and ferry as a connector key.
+fn check_name(name: &str) -> Result<()> {
+    let mut chars = name.chars();
+    let starts_well = chars.next().is_some_and(|c| c.is_ascii_alphabetic());
+    if !starts_well || !chars.all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+        bail!(
+            "{name:?} cannot name a connector: use ASCII letters, digits, `-` and `_`, starting with a letter \
+             (it becomes the project's name and the connector's key)"
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_cargo_and_ferry_take_pass_and_others_are_refused() {
+        for good in ["demo", "my-source", "pg_sink2"] {
+            assert!(check_name(good).is_ok(), "{good}");
+        }
+        for bad in ["", "2fast", "-x", "a b", "../x", "a/b", "é"] {
+            let error = check_name(bad).unwrap_err().to_string();
+            assert!(error.contains("cannot name a connector"), "{bad}: {error}");
+        }
+    }
+
+    #[test]
+    fn a_project_is_written_once_and_never_over_an_existing_directory() {
+        let parent = tempfile::tempdir().unwrap();
+        new(Kind::Sink, "out", Lang::Rust, parent.path()).unwrap();
+        for file in ["Cargo.toml", "src/lib.rs", "ferry.toml", "README.md"] {
+            let text = std::fs::read_to_string(parent.path().join("out").join(file)).unwrap();
+            assert!(!text.contains("{{"), "{file} has an unfilled placeholder:\n{text}");
+        }
+        std::fs::write(parent.path().join("out/src/lib.rs"), "mine").unwrap();
+        let error = new(Kind::Source, "out", Lang::Rust, parent.path()).unwrap_err().to_string();
+        assert!(error.contains("out: already exists"), "{error}");
+        assert_eq!(std::fs::read_to_string(parent.path().join("out/src/lib.rs")).unwrap(), "mine");
+    }
+
+    #[test]
+    fn a_python_project_has_no_placeholder_left() {
+        let parent = tempfile::tempdir().unwrap();
+        for kind in [Kind::Source, Kind::Sink] {
+            let name = format!("py-{}", kind.noun());
+            new(kind, &name, Lang::Python, parent.path()).unwrap();
+            for file in ["pyproject.toml", "app.py", "ferry.toml", "README.md", ".gitignore"] {
+                let text = std::fs::read_to_string(parent.path().join(&name).join(file)).unwrap();
+                assert!(!text.contains("{{"), "{file} has an unfilled placeholder:\n{text}");
+            }
+        }
+    }
+}

@@ -1,0 +1,146 @@
+//! Orders about one connector: pause, resume, restart, reset its state.
+//!
+//! A pause is a graceful stop of that connector alone (its outstanding batch
+//! settles, its guest is closed), remembered until resumed; ferry's next start
+//! runs it again, since a pause is not written anywhere. Resetting a state is
+//! refused under a running connector: a guest producing from a cursor that is being
+//! moved aside could commit it back.
+
+use std::time::Duration;
+
+use super::Host;
+use super::control::{Action, Applied, Refusal, RefusalKind};
+use ferry_contract::Role;
+use ferry_engine::shutdown::Shutdown;
+use ferry_engine::status::Phase;
+
+impl Host {
+    pub(super) async fn act(
+        &mut self,
+        role: Role,
+        key: &str,
+        action: Action,
+        shutdown: &Shutdown,
+    ) -> Result<Applied, Refusal> {
+        let grace = self.grace_period;
+        // Found first: the key comes from a request, and only a connector's own key is logged.
+        let slot = self.fleet.find(role, key)?;
+        let (key, paused, running) = (slot.key.clone(), slot.paused, slot.is_running());
+        tracing::info!(key = %key, "{} requested", action.as_str());
+        let message = match action {
+            Action::Pause if paused => "already paused".to_string(),
+            Action::Pause => {
+                if !running {
+                    return Err(self.not_running(&key, "restart it"));
+                }
+                let unsettled = self.fleet.stop(std::slice::from_ref(&key), grace, shutdown).await?;
+                let slot = self.fleet.get_mut(&key).expect("the slot stays while it is stopped");
+                slot.paused = true;
+                if let Some(reporter) = &slot.reporter {
+                    reporter.paused();
+                }
+                format!("paused{}", cut_off(&unsettled, grace))
+            }
+            Action::Resume if running => "already running".to_string(),
+            Action::Resume if !paused => return Err(self.not_running(&key, "restart it to start it again")),
+            Action::Resume => {
+                self.start(&key)?;
+                "resumed: starting from its committed state".to_string()
+            }
+            Action::Restart => {
+                let unsettled = self.fleet.stop(std::slice::from_ref(&key), grace, shutdown).await?;
+                self.start(&key)?;
+                format!("restarted: a fresh instance starts from its committed state{}", cut_off(&unsettled, grace))
+            }
+            Action::ResetState => self.reset_state(&key)?,
+        };
+        let phase = self.phase_of(&key);
+        tracing::info!(key = %key, "{}: {message}", action.as_str());
+        Ok(Applied { key: key.to_string(), phase, message })
+    }
+
+    /// Start `key` again, if it can be.
+    fn start(&mut self, key: &str) -> Result<(), Refusal> {
+        let slot = self.fleet.get_mut(key).expect("the slot was found");
+        if slot.wired.is_none() {
+            return Err(Refusal::new(
+                RefusalKind::Conflict,
+                format!("`{key}` cannot start: its state could not be taken again (see its last error)"),
+            ));
+        }
+        self.fleet.start(key);
+        Ok(())
+    }
+
+    /// Move `key`'s state aside and take a fresh one; the connector must not run.
+    fn reset_state(&mut self, key: &str) -> Result<String, Refusal> {
+        let slot = self.fleet.get_mut(key).expect("the slot was found");
+        if slot.is_running() {
+            let role = slot.role.noun();
+            return Err(Refusal::new(
+                RefusalKind::Conflict,
+                format!(
+                    "`{key}` is running: its state can only be reset while it is paused or stopped \
+                     (POST /{role}s/{key}/pause first)"
+                ),
+            ));
+        }
+        let Some(reloadable) = &mut self.reloadable else {
+            return Err(Refusal::new(RefusalKind::Unavailable, "this host was not started from a config file"));
+        };
+        let config = reloadable.config.clone();
+        let connector = config.connector(key).expect("a connector the host runs is in its config");
+        if slot.role == Role::Sink && reloadable.wiring.reads_from_iggy(connector) {
+            return Err(Refusal::new(
+                RefusalKind::Conflict,
+                format!(
+                    "`{key}` reads from Iggy, whose server stores its offsets (not ferry's state store): \
+                     reset them on the server"
+                ),
+            ));
+        }
+        let Some(wired) = slot.wired.take() else {
+            return Err(Refusal::new(RefusalKind::Conflict, format!("`{key}` holds no state to reset")));
+        };
+        let (reset, rewired) = reloadable.wiring.reset_state(&config, wired);
+        match rewired {
+            Ok(wired) => slot.wired = Some(wired),
+            Err(error) => {
+                if let Some(reporter) = &slot.reporter {
+                    reporter.refused(&format!("its state could not be taken again after the reset: {error}"));
+                }
+            }
+        }
+        let kept = reset.map_err(|problem| {
+            Refusal::new(RefusalKind::Conflict, format!("cannot reset the state of `{key}`: {problem}"))
+        })?;
+        Ok(match kept.is_empty() {
+            true => "had no state; it starts from scratch when started".to_string(),
+            false => {
+                format!("state reset; it starts from scratch when started; the old state is kept {}", kept.join(", "))
+            }
+        })
+    }
+
+    /// The phase the board shows for `key`.
+    fn phase_of(&self, key: &str) -> Phase {
+        self.status.get(key).map_or(Phase::Starting, |status| status.phase)
+    }
+
+    /// Why `key` cannot be paused or resumed: it is not running (refused, or its
+    /// task ended), and what to do instead.
+    fn not_running(&self, key: &str, instead: &str) -> Refusal {
+        let phase = self.phase_of(key).as_str();
+        Refusal::new(RefusalKind::Conflict, format!("`{key}` is not running (it is {phase}): {instead}"))
+    }
+}
+
+/// What to add to an answer when a connector had to be cut off.
+fn cut_off(unsettled: &[String], grace: Duration) -> String {
+    match unsettled.is_empty() {
+        true => String::new(),
+        false => format!(
+            "; its outstanding batch did not settle within the grace period ({grace:?}) and will be produced again"
+        ),
+    }
+}

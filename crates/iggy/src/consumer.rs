@@ -1,0 +1,303 @@
+//! Reading from Iggy for a sink, with an offset stored on the server only after the
+//! sink settled the batch. Two ways to read, as the operator chooses:
+//!
+//! * **Alone** (the default): a consumer of the sink's own, `ferry-<key>`, reading
+//!   every partition of its topics itself, with an offset per partition. Nothing on
+//!   the server is shared or assigned, so nothing there can go stale: after a crash
+//!   of the server or of ferry, the sink reads on from its stored offsets.
+//! * **In a consumer group** (`consumer_group`): every ferry running a sink with the
+//!   same group joins it on each topic, so the server divides the topics' partitions
+//!   among them (how a sink scales past one machine). A member that goes away
+//!   (killed) leaves its partitions to the others, who read them from the stored
+//!   offsets. But the server we can run keeps a group's members through its own
+//!   crash, and a member that died with it keeps its partitions for good (the suite's
+//!   `iggy_sinks` shows it): a group is for scaling, at that price.
+//!
+//! Either way messages are polled with auto-commit off: the server hands out the
+//! messages after the stored offset, and the offset moves only when the sink loop
+//! commits a batch it settled. At-least-once, never a loss. The stored offset is the
+//! offset of the last message settled (Iggy's convention: the next poll starts after
+//! it).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use iggy::prelude::{
+    Consumer, ConsumerGroupClient, ConsumerOffsetClient, Identifier, IggyClient, IggyError, MessageClient,
+    PollingStrategy, TopicClient,
+};
+
+use super::connection::{Connection, Live};
+use super::error::RequestError;
+use super::messages::from_iggy;
+use ferry_engine::sink::input::{Budget, Input, InputError, OpenError, Reader, SinkBatch};
+use ferry_engine::status::StartingFrom;
+
+/// A sink's input from an Iggy server.
+pub struct IggyInput {
+    connection: Arc<Connection>,
+    /// Stream and topic of each topic read, in the order they are read.
+    topics: Vec<(String, String)>,
+    reading: Reading,
+}
+
+/// Who the server sees reading, and so whose offsets it keeps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reading {
+    /// A consumer of this name, reading every partition itself.
+    Alone(String),
+    /// A member of the consumer group of this name.
+    InGroup(String),
+}
+
+impl Reading {
+    fn name(&self) -> &str {
+        match self {
+            Reading::Alone(name) | Reading::InGroup(name) => name,
+        }
+    }
+}
+
+impl IggyInput {
+    /// Reading `topics` over `connection` as `reading` says.
+    pub fn new(connection: Arc<Connection>, topics: Vec<(String, String)>, reading: Reading) -> Self {
+        IggyInput { connection, topics, reading }
+    }
+}
+
+#[async_trait]
+impl Input for IggyInput {
+    async fn open(&self) -> Result<Box<dyn Reader>, OpenError> {
+        let topics = self
+            .topics
+            .iter()
+            .map(|(stream, topic)| {
+                let named = |name: &str, what: &str| {
+                    Identifier::named(name).map_err(|e| InputError(format!("{what} name {name:?}: {e}")))
+                };
+                Ok(TopicIds {
+                    stream: stream.clone(),
+                    topic: topic.clone(),
+                    stream_id: named(stream, "stream")?,
+                    topic_id: named(topic, "topic")?,
+                })
+            })
+            .collect::<Result<_, InputError>>()?;
+        let name = self.reading.name();
+        let id = Identifier::named(name).map_err(|e| InputError(format!("consumer name {name:?}: {e}")))?;
+        let consumer = match self.reading {
+            Reading::Alone(_) => Consumer::new(id),
+            Reading::InGroup(_) => Consumer::group(id),
+        };
+        // Partitions are listed (or the group joined) on the first read, once the
+        // connection is up: the host starts while the server may still be down.
+        Ok(Box::new(IggyReader {
+            connection: self.connection.clone(),
+            topics,
+            reading: self.reading.clone(),
+            consumer,
+            slots: Vec::new(),
+            next: 0,
+            ready_on: None,
+            listed: None,
+        }))
+    }
+}
+
+struct TopicIds {
+    stream: String,
+    topic: String,
+    stream_id: Identifier,
+    topic_id: Identifier,
+}
+
+struct IggyReader {
+    connection: Arc<Connection>,
+    topics: Vec<TopicIds>,
+    reading: Reading,
+    consumer: Consumer,
+    /// What one poll asks for: a topic (by index) and, read alone, a partition (in a
+    /// group the server picks among the member's).
+    slots: Vec<(usize, Option<u32>)>,
+    /// The slot to poll first next time: slots take turns.
+    next: usize,
+    /// The connection on which `slots` were made (the group joined): a new
+    /// connection is a new member, which must join again.
+    ready_on: Option<u64>,
+    /// When the partitions were last listed (read alone): a topic may gain some.
+    listed: Option<Instant>,
+}
+
+/// How often a sink reading alone, finding nothing, looks for new partitions.
+const RELIST_PARTITIONS: Duration = Duration::from_secs(30);
+
+impl IggyReader {
+    /// The live connection, with the slots made on it.
+    async fn live(&mut self) -> Result<Live, InputError> {
+        if self.ready_on != self.connection.current().ok().map(|live| live.generation) {
+            let live = self.connection.current().map_err(InputError)?;
+            self.slots = match self.reading {
+                Reading::Alone(_) => self.list_partitions(&live).await?,
+                Reading::InGroup(_) => self.join(&live).await?,
+            };
+            self.ready_on = Some(live.generation);
+        }
+        self.connection.current().map_err(InputError)
+    }
+
+    /// One slot per partition of every topic.
+    async fn list_partitions(&mut self, live: &Live) -> Result<Vec<(usize, Option<u32>)>, InputError> {
+        let mut slots = Vec::new();
+        for (index, topic) in self.topics.iter().enumerate() {
+            let doing = format!("listing the partitions of {}/{}", topic.stream, topic.topic);
+            let details = live
+                .client
+                .get_topic(&topic.stream_id, &topic.topic_id)
+                .await
+                .map_err(|e| self.failed(live, e, &doing))?
+                .ok_or_else(|| InputError(format!("{doing}: there is no such topic")))?;
+            slots.extend(details.partitions.iter().map(|partition| (index, Some(partition.id))));
+        }
+        if self.listed.is_none() {
+            tracing::info!(
+                "reading {} partition(s) of {} topic(s) as consumer `{}`",
+                slots.len(),
+                self.topics.len(),
+                self.reading.name()
+            );
+        }
+        self.listed = Some(Instant::now());
+        Ok(slots)
+    }
+
+    /// Join the consumer group on every topic, creating the group where it is
+    /// missing: one slot per topic.
+    async fn join(&self, live: &Live) -> Result<Vec<(usize, Option<u32>)>, InputError> {
+        let Consumer { id: group_id, .. } = &self.consumer;
+        let group = self.reading.name();
+        for topic in &self.topics {
+            let at = |what: &str| format!("{what} consumer group `{group}` on {}/{}", topic.stream, topic.topic);
+            let client = &live.client;
+            let exists = client
+                .get_consumer_group(&topic.stream_id, &topic.topic_id, group_id)
+                .await
+                .map_err(|e| self.failed(live, e, &at("looking up the")))?
+                .is_some();
+            if !exists {
+                match client.create_consumer_group(&topic.stream_id, &topic.topic_id, group).await {
+                    Ok(_) => tracing::info!("created the {}", at("")),
+                    // Another member was quicker: fine.
+                    Err(IggyError::ConsumerGroupNameAlreadyExists(..)) => {}
+                    Err(e) => return Err(self.failed(live, e, &at("creating the"))),
+                }
+            }
+            client
+                .join_consumer_group(&topic.stream_id, &topic.topic_id, group_id)
+                .await
+                .map_err(|e| self.failed(live, e, &at("joining the")))?;
+        }
+        tracing::info!("joined consumer group `{group}` on {} topic(s)", self.topics.len());
+        Ok((0..self.topics.len()).map(|index| (index, None)).collect())
+    }
+
+    /// A failed request as an input error, retiring a connection it broke.
+    fn failed(&self, live: &Live, error: IggyError, doing: &str) -> InputError {
+        let error = RequestError::from_iggy(error).context(doing.to_string());
+        if error.breaks_connection {
+            self.connection.report_broken(live.generation, error.message.clone());
+        }
+        InputError(error.message)
+    }
+}
+
+#[async_trait]
+impl Reader for IggyReader {
+    fn starting_from(&self) -> StartingFrom {
+        StartingFrom::Elsewhere(match self.reading {
+            Reading::Alone(_) => "the consumer's offsets on the Iggy server",
+            Reading::InGroup(_) => "the consumer group's offsets on the Iggy server",
+        })
+    }
+
+    async fn next(&mut self, budget: Budget) -> Result<Option<SinkBatch>, InputError> {
+        let live = self.live().await?;
+        for turn in 0..self.slots.len() {
+            let slot = (self.next + turn) % self.slots.len();
+            let (index, partition) = self.slots[slot];
+            let topic = &self.topics[index];
+            let polled = match poll(&live.client, topic, partition, &self.consumer, budget.messages).await {
+                Ok(polled) => polled,
+                // The server forgot this member (it restarted, or rebalanced): join again.
+                Err(IggyError::ConsumerGroupMemberNotFound(..)) => {
+                    self.ready_on = None;
+                    return Ok(None);
+                }
+                Err(e) => {
+                    let doing = format!("polling {}/{}", topic.stream, topic.topic);
+                    return Err(self.failed(&live, e, &doing));
+                }
+            };
+            if polled.messages.is_empty() {
+                continue;
+            }
+            let messages = polled.messages.iter().map(from_iggy).collect::<Result<_, _>>().map_err(|e| {
+                InputError(format!("{}/{} partition {}: {e}", topic.stream, topic.topic, polled.partition_id))
+            })?;
+            self.next = slot + 1;
+            let mut batch = SinkBatch {
+                stream: topic.stream.clone(),
+                topic: topic.topic.clone(),
+                partition: polled.partition_id,
+                messages,
+            };
+            // What is trimmed off comes again: the stored offset has not moved.
+            budget.trim(&mut batch);
+            return Ok(Some(batch));
+        }
+        // Nothing anywhere: a good moment to look for partitions added meanwhile.
+        if self.listed.is_some_and(|at| at.elapsed() > RELIST_PARTITIONS) {
+            self.ready_on = None;
+        }
+        Ok(None)
+    }
+
+    async fn commit(&mut self, batch: &SinkBatch) -> Result<Option<u64>, InputError> {
+        let Some(last) = batch.messages.last() else { return Ok(None) };
+        // Through a member of the group on the current connection: after a reconnect
+        // (the server restarted while the batch was being written), the offset is
+        // stored by the member that joins now, not by one the server no longer knows.
+        let live = self.live().await?;
+        let topic =
+            self.topics.iter().find(|t| t.stream == batch.stream && t.topic == batch.topic).ok_or_else(|| {
+                InputError(format!("{}/{} is not a topic this sink reads", batch.stream, batch.topic))
+            })?;
+        let stored = live
+            .client
+            .store_consumer_offset(
+                &self.consumer,
+                &topic.stream_id,
+                &topic.topic_id,
+                Some(batch.partition),
+                last.offset,
+            )
+            .await;
+        stored.map(|()| None).map_err(|e| {
+            let doing = format!("storing the offset of {}/{} partition {}", batch.stream, batch.topic, batch.partition);
+            self.failed(&live, e, &doing)
+        })
+    }
+}
+
+/// The messages after the stored offset, in `partition` (or, in a group, one the
+/// server picks among the member's), without moving the offset.
+async fn poll(
+    client: &IggyClient,
+    topic: &TopicIds,
+    partition: Option<u32>,
+    consumer: &Consumer,
+    max: u32,
+) -> Result<iggy::prelude::PolledMessages, IggyError> {
+    let strategy = PollingStrategy::next();
+    client.poll_messages(&topic.stream_id, &topic.topic_id, partition, consumer, &strategy, max, false).await
+}

@@ -1,0 +1,215 @@
+//! The local log as a sink's input: the topics a sink reads, each one partition,
+//! and the sink's position in each kept in Ferry's state store under the sink's key.
+//!
+//! The committed positions are one JSON object, `{"stream/topic": next offset}`
+//! (what `ferry state show` prints), saved with a receipt that marks the same
+//! positions, so that a log which later lost what a sink already read past is
+//! noticed at start (see `LocalLog::verify_cursor`): appending there again would
+//! reuse offsets the sink skips. The position of a topic the sink does not read now
+//! (left out of its config for a while) is kept as it was, mark and all: it is
+//! committed progress, and the topic goes on from there when it is back.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+
+use super::{LocalLog, Record, TopicReader, headers_from_json};
+use ferry_contract::Uint128;
+use ferry_engine::cursor::{CursorStore, StateError};
+use ferry_engine::delivery::{LogMark, Receipt};
+use ferry_engine::sink::input::{Budget, Input, InputError, OpenError, Reader, SinkBatch, StoredMessage, end_of};
+use ferry_engine::status::StartingFrom;
+
+/// A sink's input from the local log under `dir`.
+pub struct LocalLogInput {
+    dir: PathBuf,
+    /// Stream and topic of each topic read, in the order they are read.
+    topics: Vec<(String, String)>,
+    positions: Arc<dyn CursorStore>,
+}
+
+impl LocalLogInput {
+    /// Reading `topics` of the log in `dir`, keeping positions in `positions`.
+    pub fn new(dir: impl Into<PathBuf>, topics: Vec<(String, String)>, positions: Arc<dyn CursorStore>) -> Self {
+        LocalLogInput { dir: dir.into(), topics, positions }
+    }
+}
+
+/// Committed positions, `{"stream/topic": offset}`: anything else (a source's
+/// cursor under this key, say) is not a sink's and must not be overwritten.
+fn positions(state: &[u8]) -> Result<BTreeMap<String, u64>, String> {
+    let positions: BTreeMap<String, u64> = serde_json::from_slice(state).map_err(|e| e.to_string())?;
+    match positions.keys().find(|name| name.split_once('/').is_none_or(|(s, t)| s.is_empty() || t.is_empty())) {
+        Some(name) => Err(format!("{name:?} does not name a stream/topic")),
+        None => Ok(positions),
+    }
+}
+
+/// The name a topic's position is kept under.
+fn name_of(stream: &str, topic: &str) -> String {
+    format!("{stream}/{topic}")
+}
+
+#[async_trait]
+impl Input for LocalLogInput {
+    async fn open(&self) -> Result<Box<dyn Reader>, OpenError> {
+        let committed = self.positions.load().await.map_err(|e| match e {
+            StateError::Corrupt { .. } => OpenError::Untrusted(e.to_string()),
+            e => OpenError::Failed(InputError(format!("cannot load positions: {e}"))),
+        })?;
+        let mut kept = match &committed {
+            None => BTreeMap::new(),
+            Some(committed) => positions(&committed.state).map_err(|problem| {
+                OpenError::Untrusted(format!(
+                    "the committed state is not a sink's positions ({problem}): {}; it is left as it is \
+                     (`ferry state show`, `ferry state reset`)",
+                    String::from_utf8_lossy(&committed.state)
+                ))
+            })?,
+        };
+        let topics = self
+            .topics
+            .iter()
+            .map(|(stream, topic)| {
+                let at = kept.remove(&name_of(stream, topic)).unwrap_or(0);
+                TopicState { stream: stream.clone(), topic: topic.clone(), reader: None, read: at, committed: at }
+            })
+            .collect();
+        let kept_marks = committed
+            .iter()
+            .flat_map(|c| &c.receipt.marks)
+            .filter(|mark| kept.contains_key(&name_of(&mark.stream, &mark.topic)))
+            .cloned()
+            .collect();
+        Ok(Box::new(LocalLogReader {
+            dir: self.dir.clone(),
+            topics,
+            next: 0,
+            positions: self.positions.clone(),
+            kept,
+            kept_marks,
+            generation: committed.map(|c| c.generation),
+        }))
+    }
+}
+
+struct LocalLogReader {
+    dir: PathBuf,
+    topics: Vec<TopicState>,
+    /// The topic to look at first next time: topics take turns.
+    next: usize,
+    positions: Arc<dyn CursorStore>,
+    /// The committed positions of topics not read now, and their marks: stored
+    /// again, unchanged, with every commit.
+    kept: BTreeMap<String, u64>,
+    kept_marks: Vec<LogMark>,
+    /// The generation of the positions it started from.
+    generation: Option<u64>,
+}
+
+struct TopicState {
+    stream: String,
+    topic: String,
+    /// Opened once the topic's file exists.
+    reader: Option<Arc<Mutex<TopicReader>>>,
+    /// The offset to read next.
+    read: u64,
+    /// The offset committed.
+    committed: u64,
+}
+
+#[async_trait]
+impl Reader for LocalLogReader {
+    fn starting_from(&self) -> StartingFrom {
+        StartingFrom::generation(self.generation)
+    }
+
+    async fn next(&mut self, budget: Budget) -> Result<Option<SinkBatch>, InputError> {
+        for turn in 0..self.topics.len() {
+            let index = (self.next + turn) % self.topics.len();
+            let records = read(&self.dir, &mut self.topics[index], budget.messages).await?;
+            if records.is_empty() {
+                continue;
+            }
+            let topic = &mut self.topics[index];
+            let mut batch = batch_of(&topic.stream, &topic.topic, records)?;
+            budget.trim(&mut batch);
+            topic.read = end_of(&batch);
+            self.next = index + 1;
+            return Ok(Some(batch));
+        }
+        Ok(None)
+    }
+
+    async fn commit(&mut self, batch: &SinkBatch) -> Result<Option<u64>, InputError> {
+        let topic =
+            self.topics.iter_mut().find(|t| t.stream == batch.stream && t.topic == batch.topic).ok_or_else(|| {
+                InputError(format!("{}/{} is not a topic this sink reads", batch.stream, batch.topic))
+            })?;
+        topic.committed = end_of(batch);
+        let mut positions = self.kept.clone();
+        positions.extend(self.topics.iter().map(|t| (name_of(&t.stream, &t.topic), t.committed)));
+        let state = serde_json::to_vec(&positions).expect("a map of numbers serializes");
+        let read_now = self.topics.iter().filter(|t| t.committed > 0).map(|t| LogMark {
+            stream: t.stream.clone(),
+            topic: t.topic.clone(),
+            end: t.committed,
+        });
+        let marks = self.kept_marks.iter().cloned().chain(read_now).collect();
+        self.positions
+            .commit(state, Receipt { marks })
+            .await
+            .map(|committed| Some(committed.generation))
+            .map_err(|e| InputError(format!("cannot store the position: {e}")))
+    }
+}
+
+/// At most `max` records of `topic` from its read position (none while its file does
+/// not exist yet).
+async fn read(dir: &std::path::Path, topic: &mut TopicState, max: u32) -> Result<Vec<Record>, InputError> {
+    let reader = match &topic.reader {
+        Some(reader) => reader.clone(),
+        None => {
+            if !LocalLog::topic_file(dir, &topic.stream, &topic.topic).exists() {
+                return Ok(Vec::new());
+            }
+            let (dir, stream, name) = (dir.to_path_buf(), topic.stream.clone(), topic.topic.clone());
+            let opened = tokio::task::spawn_blocking(move || TopicReader::open(&dir, &stream, &name))
+                .await
+                .map_err(|e| InputError(format!("the reading task failed: {e}")))?
+                .map_err(|e| InputError(e.to_string()))?;
+            topic.reader.insert(Arc::new(Mutex::new(opened))).clone()
+        }
+    };
+    let from = topic.read;
+    tokio::task::spawn_blocking(move || reader.lock().unwrap_or_else(|e| e.into_inner()).read(from, u64::from(max)))
+        .await
+        .map_err(|e| InputError(format!("the reading task failed: {e}")))?
+        .map_err(|e| InputError(e.to_string()))
+}
+
+/// Records of one topic as the batch a sink receives (the local log has one
+/// partition per topic: 0).
+fn batch_of(stream: &str, topic: &str, records: Vec<Record>) -> Result<SinkBatch, InputError> {
+    let messages = records
+        .into_iter()
+        .map(|record| {
+            let headers = match &record.headers {
+                Some(json) => headers_from_json(json)
+                    .map_err(|e| InputError(format!("{stream}/{topic} offset {}: {e}", record.offset)))?,
+                None => Vec::new(),
+            };
+            Ok(StoredMessage {
+                offset: record.offset,
+                id: Uint128::from(record.id.unwrap_or(0)),
+                timestamp: record.appended_at_micros,
+                origin_timestamp: record.origin_timestamp,
+                headers,
+                payload: record.payload,
+            })
+        })
+        .collect::<Result<_, InputError>>()?;
+    Ok(SinkBatch { stream: stream.to_string(), topic: topic.to_string(), partition: 0, messages })
+}
