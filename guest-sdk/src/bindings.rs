@@ -28,9 +28,9 @@ pub mod sink {
         world: "sink-connector",
         additional_derives: [PartialEq],
         with: {
-            "iggy:connector/types@0.1.0": crate::bindings::iggy::connector::types,
-            "iggy:connector/logging@0.1.0": crate::bindings::iggy::connector::logging,
-            "iggy:connector/postgres@0.1.0": crate::bindings::iggy::connector::postgres,
+            "iggy:connector/types@0.2.0": crate::bindings::iggy::connector::types,
+            "iggy:connector/logging@0.2.0": crate::bindings::iggy::connector::logging,
+            "iggy:connector/postgres@0.2.0": crate::bindings::iggy::connector::postgres,
         },
         pub_export_macro: true,
         export_macro_name: "__export_sink_connector",

@@ -2,7 +2,7 @@
 //! where, a non-zero exit, and no change to what was already committed.
 
 use ferry::engine::cursor::{Committed, CursorStore};
-use ferry_tests::components::{MISTYPED_SOURCE, NOT_A_SOURCE, RANDOM_SOURCE};
+use ferry_tests::components::{CONTRACT_0_1_SOURCE, MISTYPED_SOURCE, NOT_A_SOURCE, RANDOM_SOURCE};
 
 use crate::process::{Ferry, Site, ferry, random_source_config};
 
@@ -68,9 +68,28 @@ fn a_component_of_another_world_is_refused_with_what_it_exports() {
     let text = random_source_config("random", "max_count = 10").replace(RANDOM_SOURCE, NOT_A_SOURCE);
     let stderr = run_fails(&site.config("ferry.toml", &text));
     assert!(stderr.contains("connector `random`") && stderr.contains("not_a_source.wasm"), "{stderr}");
-    assert!(stderr.contains("does not export the interface `iggy:connector/source@0.1.0`"), "{stderr}");
+    assert!(stderr.contains("does not export the interface `iggy:connector/source@0.2.0`"), "{stderr}");
     assert!(stderr.contains("example:hello/greeter"), "{stderr}");
     assert_unchanged(&site, "random", &committed);
+}
+
+#[test]
+fn a_component_built_against_the_previous_contract_is_refused_naming_both_versions() {
+    let (site, committed) = site_with_committed_state("random");
+    let text = random_source_config("random", "max_count = 10").replace(RANDOM_SOURCE, CONTRACT_0_1_SOURCE);
+    let stderr = run_fails(&site.config("ferry.toml", &text));
+    let both = "it was built against the contract iggy:connector 0.1.0 (it exports \
+                `iggy:connector/source@0.1.0`), and this host speaks 0.2.0: rebuild it";
+    assert!(stderr.contains("connector `random`") && stderr.contains(both), "{stderr}");
+    assert_unchanged(&site, "random", &committed);
+    // The tools say the same before anything runs.
+    let inspect = ferry(&["inspect", CONTRACT_0_1_SOURCE]);
+    assert!(!inspect.status.success());
+    assert!(String::from_utf8_lossy(&inspect.stdout).contains(both), "{}", String::from_utf8_lossy(&inspect.stdout));
+    let test = ferry(&["test", CONTRACT_0_1_SOURCE]);
+    assert!(!test.status.success());
+    let said = format!("{}{}", String::from_utf8_lossy(&test.stdout), String::from_utf8_lossy(&test.stderr));
+    assert!(said.contains(both), "{said}");
 }
 
 #[test]
@@ -197,7 +216,7 @@ fn inspect_says_what_a_component_is() {
     let good = ferry(&["inspect", RANDOM_SOURCE]);
     assert!(good.status.success());
     let stdout = String::from_utf8_lossy(&good.stdout);
-    assert!(stdout.contains("iggy:connector/logging@0.1.0") && stdout.contains("source: yes"), "{stdout}");
+    assert!(stdout.contains("iggy:connector/logging@0.2.0") && stdout.contains("source: yes"), "{stdout}");
     let bad = ferry(&["inspect", NOT_A_SOURCE]);
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stdout).contains("source: no: it does not export"));

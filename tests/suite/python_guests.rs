@@ -27,7 +27,7 @@ use crate::process::{Ferry, Site, crash_plan, ferry, ferry_binary};
 use ferry_tests::records::seq_of;
 
 /// The examples' sources, in this checkout.
-const EXAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/python");
+const EXAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/python");
 
 /// Where the built components and the shared compile cache are kept.
 fn work_dir() -> PathBuf {
@@ -213,7 +213,7 @@ fail_every = 3
     );
     let config = site.config("ferry.toml", &format!("{source}{sink}"));
     // The debug line of each stored offset is the event to wait for.
-    let mut run = Ferry::start(&config, &[("FERRY_LOG", "info,ferry::engine::status=debug")]);
+    let mut run = Ferry::start(&config, &[("FERRY_LOG", "info,ferry_engine::status=debug")]);
     run.wait_for_line(&["key=feed}", "idle"]);
     run.wait_until_logged(&["key=pysink}", "offset stored", &format!(" end={COUNT} ")]);
     run.signal(Signal::SIGTERM);

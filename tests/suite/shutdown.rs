@@ -59,7 +59,7 @@ async fn a_batch_that_does_not_settle_within_the_grace_period_is_reported_and_no
 fn sigterm_with_batches_flowing_settles_and_exits_0() {
     let site = Site::new();
     let config = site.config("ferry.toml", &random_source_config("term", "messages_per_batch = 50"));
-    let mut ferry = Ferry::start(&config, &[("FERRY_LOG", "info,ferry::engine::status=debug")]);
+    let mut ferry = Ferry::start(&config, &[("FERRY_LOG", "info,ferry_engine::status=debug")]);
     ferry.wait_for_line(&["key=term", "batch delivered", "generation=5"]);
     ferry.signal(Signal::SIGTERM);
     let status = ferry.wait();

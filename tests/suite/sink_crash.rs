@@ -49,7 +49,7 @@ fn kill_9_at_random_moments_writes_every_message_once() {
     // The last run finishes the job at full speed: the source is idle only once it has
     // produced everything; then the sink has to reach the end of the log.
     let unpaced = config(&site, "finish.toml", &format!("max_count = {MAX_COUNT}"));
-    let mut ferry = Ferry::start(&unpaced, &[("FERRY_LOG", "info,ferry::engine::status=debug")]);
+    let mut ferry = Ferry::start(&unpaced, &[("FERRY_LOG", "info,ferry_engine::status=debug")]);
     ferry.wait_for_line(&["key=feed", "idle"]);
     let end = log_records(&site).len() as u64;
     if committed(&site) < end {

@@ -31,6 +31,7 @@ mod db;
 #[cfg(test)]
 mod fake_db;
 mod mapped;
+mod message;
 mod row;
 mod write;
 

@@ -21,7 +21,7 @@ use ferry_guest::{SinkBatch, StoredMessage, headers_json};
 use serde_json::value::RawValue;
 
 use crate::columns::{Mapping, Source};
-use crate::row::{origin_timestamp, row_id};
+use crate::message::{origin_timestamp, row_id};
 
 /// The insert for one (quoted) table and mapping.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -208,7 +208,7 @@ mod tests {
 
     use super::*;
     use crate::columns::Columns;
-    use crate::row::tests::{batch, message};
+    use crate::message::tests::{batch, message};
 
     fn layout(columns: serde_json::Value, conflict: Option<&[&str]>, upsert: bool) -> MappedLayout {
         let columns: Columns = serde_json::from_value(columns).unwrap();

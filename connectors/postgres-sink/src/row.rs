@@ -7,6 +7,7 @@ use ferry_guest::bindings::iggy::connector::postgres::{Statement, Value};
 use ferry_guest::{SinkBatch, StoredMessage, headers_json};
 
 use crate::mapped::MappedLayout;
+use crate::message::{origin_timestamp, row_id};
 
 /// The table's layout: the default one, or mapped columns.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,26 +87,6 @@ impl DefaultLayout {
     }
 }
 
-/// The message's origin timestamp for the timestamptz `column`, or NULL.
-pub fn origin_timestamp(message: &StoredMessage, column: &str) -> Result<Value, String> {
-    match message.origin_timestamp {
-        None => Ok(Value::Null),
-        Some(micros) => i64::try_from(micros)
-            .map(Value::Timestamp)
-            .map_err(|_| format!("origin timestamp {micros} µs does not fit the timestamptz column `{column}`")),
-    }
-}
-
-/// The row's key: the message id in decimal. A message without an id (0) is keyed by
-/// where it is stored instead, `stream/topic/partition/offset`: keyed by 0, every
-/// such message after the first would be taken for a replay and silently dropped.
-pub fn row_id(batch: &SinkBatch, message: &StoredMessage) -> String {
-    match message.id {
-        0 => format!("{}/{}/{}/{}", batch.stream, batch.topic, batch.partition, message.offset),
-        id => id.to_string(),
-    }
-}
-
 /// `(payload, payload_bytes)`: the JSON document, or the bytes when the payload is
 /// not one `jsonb` takes.
 fn payload_values(payload: &[u8]) -> (Value, Value) {
@@ -122,25 +103,9 @@ fn is_jsonb(text: &str) -> bool {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
-    use ferry_guest::HeaderValue;
-
+mod tests {
     use super::*;
-
-    pub(crate) fn batch() -> SinkBatch {
-        SinkBatch { stream: "app".into(), topic: "orders".into(), partition: 3, messages: Vec::new() }
-    }
-
-    pub(crate) fn message(id: u128, payload: &[u8]) -> StoredMessage {
-        StoredMessage {
-            offset: 41,
-            id,
-            timestamp: 1_700_000_000_000_000,
-            origin_timestamp: Some(1_600_000_000_000_000),
-            headers: vec![("kind".into(), HeaderValue::String("order".into())), ("n".into(), HeaderValue::Uint64(5))],
-            payload: payload.to_vec(),
-        }
-    }
+    use crate::message::tests::{batch, message};
 
     #[test]
     fn the_statements_name_the_quoted_table_and_skip_ids_already_written() {

@@ -1,3 +1,5 @@
+//! # ferry-api: the HTTP API and metrics
+//!
 //! The HTTP API of a running `ferry` (`[http]` in the config): what each connector is
 //! doing, its committed state, and Prometheus metrics, for operators and their tools.
 //!

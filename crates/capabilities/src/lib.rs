@@ -29,34 +29,27 @@
 //!
 //! Adding a capability: its WIT interface in `wit/` (imported by the worlds), a
 //! folder here implementing [`Capability`], one line in the list below, and its
-//! module in the guest SDK. The README's "Adding a capability" lists each step.
+//! module in the guest SDK. CONTRIBUTING.md lists each step.
 
 mod capability;
 mod registry;
 
-pub mod dirs;
-pub mod env;
-pub mod logging;
-pub mod network;
-pub mod postgres;
-pub mod stdio;
-pub mod wasi;
-
 pub use capability::{Capability, Guest, GuestData, Import, InstanceBuilder, InstanceLimits, NoSection, Verdict};
 
+// The one list. `name: Type` is the folder `name/` and its `Capability` impl `Type`.
 registry::capabilities! {
     // Every guest has these: their grant is `()`.
     always {
-        wasi: wasi::Wasi,
-        stdio: stdio::Stdio,
-        logging: logging::Logging,
+        wasi: Wasi,
+        stdio: Stdio,
+        logging: Logging,
     }
-    // Granted per connector, in `[*.grants]`, by the key on the left.
+    // Granted per connector, in `[*.grants]`, by the name on the left.
     granted {
-        env: env::Env,
-        dirs: dirs::Dirs,
-        network: network::Network,
-        postgres: postgres::Postgres,
+        env: Env,
+        dirs: Dirs,
+        network: Network,
+        postgres: Postgres,
     }
 }
 

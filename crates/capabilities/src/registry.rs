@@ -5,8 +5,20 @@
 /// See the module documentation; the list itself is in `lib.rs`.
 macro_rules! capabilities {
     (
-        always { $( $always:ident : $always_ty:ty ),* $(,)? }
-        granted { $( $granted:ident : $granted_ty:ty ),* $(,)? }
+        always { $( $always:ident : $always_cap:ident ),* $(,)? }
+        granted { $( $granted:ident : $granted_cap:ident ),* $(,)? }
+    ) => {
+        // Each capability is the folder of its name.
+        $( pub mod $always; )*
+        $( pub mod $granted; )*
+        $crate::registry::capabilities!(@generate
+            always { $( $always : $always::$always_cap ),* }
+            granted { $( $granted : $granted::$granted_cap ),* }
+        );
+    };
+    (@generate
+        always { $( $always:ident : $always_ty:ty ),* }
+        granted { $( $granted:ident : $granted_ty:ty ),* }
     ) => {
         /// `[*.grants]`: what one connector may reach besides what every guest has.
         /// Nothing by default; an unknown key is an error naming it.

@@ -132,7 +132,7 @@ macro_rules! connector_config {
 pub(crate) use connector_config;
 
 /// The part of a connector's config every role has. (`Debug` shows all of it: a
-/// reload compares connectors by it, see `host::fingerprint`.)
+/// reload compares connectors by it, see `ferry_host`'s `fingerprint.rs`.)
 pub trait ConnectorConfig: std::fmt::Debug + Send + Sync {
     fn role(&self) -> Role;
     /// The whole config of its role (a `SourceConfig` or a `SinkConfig`), without

@@ -1,5 +1,5 @@
 //! `[http]`: the HTTP API and Prometheus metrics of a running `ferry` (see
-//! `crate::api`). Off unless the section is there; it listens on loopback by
+//! `ferry-api`). Off unless the section is there; it listens on loopback by
 //! default, and with `api_key` every request must carry the key in an `api-key`
 //! header.
 //!

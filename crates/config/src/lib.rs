@@ -1,3 +1,5 @@
+//! # ferry-config: the configuration file as data
+//!
 //! The configuration file: one TOML document describing the host and its connectors.
 //!
 //! Names follow Iggy's connectors runtime where the concept is the same (`key`,

@@ -1,3 +1,5 @@
+//! # ferry-conformance: the kit behind `ferry test`
+//!
 //! The conformance kit behind `ferry test`: it drives one component through the
 //! hard cases of the contract (`wit/source.wit`, `wit/sink.wit`) and reports, check
 //! by check, which rule the component keeps and which it breaks.
@@ -8,6 +10,7 @@
 //! the checks, `replay.rs` and `restart.rs` for the hard cases, `sink.rs` for sinks.
 
 mod driver;
+mod history;
 mod records;
 mod replay;
 mod report;

@@ -7,9 +7,9 @@
 
 use super::Subject;
 use super::driver::Stop;
+use super::history::History;
 use super::records::{Record, first_difference};
 use super::report::Report;
-use super::source::History;
 use ferry_contract::NackReason;
 use ferry_runtime::SourceWorld;
 

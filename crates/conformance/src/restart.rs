@@ -11,9 +11,9 @@
 
 use super::Subject;
 use super::driver::Stop;
+use super::history::History;
 use super::records::{Record, first_difference};
 use super::report::Report;
-use super::source::History;
 use ferry_runtime::SourceWorld;
 
 pub(super) async fn check(subject: &Subject<'_, SourceWorld>, history: &History, report: &mut Report) {

@@ -11,6 +11,7 @@ use std::fmt::Write as _;
 use wit_parser::decoding::DecodedWasm;
 use wit_parser::{Function, InterfaceId, Resolve, Type, TypeDefKind, WorldId, WorldItem, WorldKey};
 
+use crate::VERSION;
 use crate::wit::WIT_FILES;
 
 /// The kinds of connector this host runs: each is a world of the contract, whose
@@ -25,16 +26,16 @@ impl Role {
     /// The interface the component exports, with the version this host speaks.
     pub fn interface(self) -> &'static str {
         match self {
-            Role::Source => "iggy:connector/source@0.1.0",
-            Role::Sink => "iggy:connector/sink@0.1.0",
+            Role::Source => concat!("iggy:connector/source@", contract_version!()),
+            Role::Sink => concat!("iggy:connector/sink@", contract_version!()),
         }
     }
 
     /// The world the component implements.
     pub fn world(self) -> &'static str {
         match self {
-            Role::Source => "iggy:connector/source-connector@0.1.0",
-            Role::Sink => "iggy:connector/sink-connector@0.1.0",
+            Role::Source => concat!("iggy:connector/source-connector@", contract_version!()),
+            Role::Sink => concat!("iggy:connector/sink-connector@", contract_version!()),
         }
     }
 
@@ -77,12 +78,51 @@ pub enum ContractError {
         role.interface(), list_or_nothing(.exports)
     )]
     MissingInterface { role: Role, exports: Vec<String> },
-    #[error("it exports `{found}`, but this host implements `{}`", role.interface())]
+    #[error(
+        "it was built against the contract iggy:connector {} (it exports `{found}`), and this host speaks \
+         {VERSION}: {}",
+        version_of(.found), rebuild_hint(.found)
+    )]
     WrongVersion { role: Role, found: String },
     #[error("its `{}` export has no function `{function}`", role.interface())]
     MissingFunction { role: Role, function: String },
     #[error("its function `{function}` of `{}` has the wrong type: {detail}", role.interface())]
     Mistyped { role: Role, function: String, detail: String },
+}
+
+/// The version of an interface name (`iggy:connector/source@0.1.0` is `0.1.0`).
+fn version_of(interface: &str) -> &str {
+    interface.split_once('@').map_or("(unversioned)", |(_, version)| version)
+}
+
+/// What to do about a component of another version than [`VERSION`].
+fn rebuild_hint(found: &str) -> &'static str {
+    if older(version_of(found), VERSION) {
+        "rebuild it against this host's contract (`ferry build`, or the guest SDK of this ferry's checkout)"
+    } else {
+        "run it with a ferry that speaks its version, or rebuild it against this one's"
+    }
+}
+
+/// Whether version `a` is older than `b` (numerically, part by part).
+fn older(a: &str, b: &str) -> bool {
+    let parts = |v: &str| v.split('.').map(|p| p.parse::<u64>().unwrap_or(0)).collect::<Vec<_>>();
+    parts(a) < parts(b)
+}
+
+/// Whether an exported interface of version `found` is one this host serves: the same
+/// minor version before 1.0 (a patch release only adds imports a guest may ignore),
+/// the same major after. See the README's "Versions of the contract".
+fn compatible(found: &str, ours: &str) -> bool {
+    let series = |v: &str| {
+        let mut parts = v.split('.');
+        match (parts.next(), parts.next()) {
+            (Some("0"), Some(minor)) => format!("0.{minor}"),
+            (Some(major), _) => major.to_string(),
+            _ => String::new(),
+        }
+    };
+    series(found) == series(ours)
 }
 
 fn list_or_nothing(items: &[String]) -> String {
@@ -206,7 +246,7 @@ pub fn check(world: &ComponentWorld, contract: &Contract, role: Role) -> Result<
     let Some((found, actual)) = world.exported_interface(unversioned) else {
         return Err(ContractError::MissingInterface { role, exports: world.exports() });
     };
-    if found != wanted {
+    if !compatible(version_of(&found), VERSION) {
         return Err(ContractError::WrongVersion { role, found });
     }
     let compare = Compare { expected: &contract.resolve, actual: &world.resolve };
@@ -407,6 +447,34 @@ pub fn show(resolve: &Resolve, ty: &Type) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_wit_file_is_of_the_version_this_host_speaks() {
+        assert_eq!(VERSION, "0.2.0");
+        for (name, text) in WIT_FILES {
+            if let Some(package) = text.lines().find(|l| l.starts_with("package ")) {
+                assert_eq!(package, format!("package iggy:connector@{VERSION};"), "{name}");
+            }
+        }
+        assert_eq!(Role::Source.interface(), "iggy:connector/source@0.2.0");
+        assert_eq!(Role::Sink.world(), "iggy:connector/sink-connector@0.2.0");
+    }
+
+    #[test]
+    fn a_patch_release_is_served_and_another_minor_or_major_is_refused_naming_both_versions() {
+        assert!(compatible("0.2.0", "0.2.0") && compatible("0.2.3", "0.2.0"));
+        assert!(!compatible("0.1.0", "0.2.0") && !compatible("0.3.0", "0.2.0") && !compatible("1.0.0", "0.2.0"));
+        assert!(compatible("1.4.0", "1.0.0") && !compatible("2.0.0", "1.0.0"));
+        let old = ContractError::WrongVersion { role: Role::Source, found: "iggy:connector/source@0.1.0".into() };
+        assert_eq!(
+            old.to_string(),
+            "it was built against the contract iggy:connector 0.1.0 (it exports `iggy:connector/source@0.1.0`), and \
+             this host speaks 0.2.0: rebuild it against this host's contract (`ferry build`, or the guest SDK of this \
+             ferry's checkout)"
+        );
+        let new = ContractError::WrongVersion { role: Role::Sink, found: "iggy:connector/sink@0.10.0".into() };
+        assert!(new.to_string().contains("0.10.0") && new.to_string().contains("run it with a ferry that speaks"));
+    }
 
     #[test]
     fn the_contract_parses_and_has_the_functions_of_each_role() {

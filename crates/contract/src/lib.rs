@@ -12,6 +12,19 @@
 //! * the rules for what the host takes from outside: [`files`] the operator names,
 //!   [`guest_text`] a guest writes, and the [`rate_limit`] on how much of it is kept.
 
+/// The version of the WIT package `iggy:connector` this host speaks, as a literal
+/// (for `concat!`). The README's "Versions of the contract" says what changes it.
+macro_rules! contract_version {
+    () => {
+        "0.2.0"
+    };
+}
+
+/// The version of the WIT package `iggy:connector` this host speaks: a component
+/// must export its role's interface at this version (or a patch release of it, see
+/// [`check`]), or it is refused with an error naming both versions.
+pub const VERSION: &str = contract_version!();
+
 mod check;
 mod durability;
 pub mod files;

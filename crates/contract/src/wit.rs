@@ -18,9 +18,10 @@ mod source_world {
     wasmtime::component::bindgen!({
         path: "../../wit",
         world: "source-connector",
+        // Every import of the contract is async: a capability that waits on the network
+        // (a PostgreSQL statement) yields to tokio instead of holding a runtime thread.
         exports: { default: async },
-        // PostgreSQL statements wait on the network: they yield to tokio.
-        imports: { "iggy:connector/postgres": async },
+        imports: { default: async },
         additional_derives: [PartialEq],
     });
 }
@@ -31,11 +32,8 @@ mod sink_world {
         world: "sink-connector",
         exports: { default: async },
         additional_derives: [PartialEq],
-        with: {
-            "iggy:connector/types": super::source_world::iggy::connector::types,
-            "iggy:connector/logging": super::source_world::iggy::connector::logging,
-            "iggy:connector/postgres": super::source_world::iggy::connector::postgres,
-        },
+        // The imports are the source world's, one set of types for both.
+        with: { "iggy:connector": super::source_world::iggy::connector },
     });
 }
 

@@ -1,3 +1,5 @@
+//! # ferry-host: every layer wired together for `ferry run`
+//!
 //! The host: the connectors of a config, each wired to its component, its input or
 //! target, and its state (see `wiring.rs`), run side by side until shutdown, and
 //! steered meanwhile (see `control.rs`: pause, resume, restart, reset a state,

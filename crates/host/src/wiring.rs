@@ -566,6 +566,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_engine_reserves_what_the_config_checked_and_meters_fuel_only_when_asked() {
+        let mut text = String::from("[runtime]\nallocator = \"pooling\"\n");
+        for (i, memory) in ["64MiB", "1GiB", "8GiB"].iter().enumerate() {
+            text += &format!(
+                "[[sources]]\nkey = \"s{i}\"\npath = \"s.wasm\"\nstreams = [{{ stream = \"s\", topic = \"t\" }}]\n\
+                 limits = {{ memory = \"{memory}\" }}\n"
+            );
+        }
+        let config = Config::parse(std::path::Path::new("ferry.toml"), &text, Vec::new()).unwrap();
+        let options = engine_options(&config);
+        assert_eq!(options.pool.instances, config.pool_slots());
+        assert_eq!((options.pool.instances, options.pool.max_memory_bytes), (10, ByteSize::gib(8).bytes()));
+        assert_eq!(options.allocator, Allocator::Pooling);
+        assert!(!options.fuel);
+        let metered = text.replace("memory = \"64MiB\"", "memory = \"64MiB\", fuel = 1000");
+        assert!(engine_options(&Config::parse(std::path::Path::new("ferry.toml"), &metered, Vec::new()).unwrap()).fuel);
+    }
+
+    #[test]
     fn a_pool_the_machine_cannot_reserve_names_the_setting() {
         // A million slots of 4 GiB: more address space than any machine has.
         let options = EngineOptions {

@@ -10,7 +10,7 @@ use crate::GuestData;
 pub struct LoggingView<'a>(&'a GuestLog);
 
 impl Host for LoggingView<'_> {
-    fn log(&mut self, level: Level, message: String) {
+    async fn log(&mut self, level: Level, message: String) {
         self.0.line(level, &message);
     }
 }
