@@ -75,6 +75,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use ferry::contract::Message;
 
 use ferry::config::StreamConfig;
+use ferry::contract::Durability;
 use ferry::engine::batch::{self as ferry_batch, IdSource};
 use ferry::engine::cursor::CursorStore;
 use ferry::engine::delivery::{Delivery, Receipt, StagedCursor, Target};
@@ -82,7 +83,7 @@ use ferry::engine::source::{SourceConnector, SourceSettings};
 use ferry::iggy::IggyTarget;
 use ferry::runtime::{Runtime, SourceComponent};
 use ferry::store::local_log::{LocalLog, LoggedCursor};
-use ferry::store::state::{ConnectorState, Durability, StateDir};
+use ferry::store::state::{ConnectorState, StateDir};
 use ferry_tests::bench::{self, Measured, Out, Rounds, compare, time_source};
 use ferry_tests::components::RANDOM_SOURCE;
 use ferry_tests::harness::quick_settings;

@@ -74,7 +74,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::{BufMut, BytesMut};
 use ferry::capabilities::postgres::PgPools;
-use ferry::config::{PostgresConfig, StreamConfig};
+use ferry::capabilities::postgres::PostgresServer;
+use ferry::config::StreamConfig;
 use ferry::contract::{Header, HeaderValue, Message, Uint128};
 use ferry::engine::cursor::CursorStore;
 use ferry::engine::delivery::{Delivery, LogMark, Receipt, Target};
@@ -207,7 +208,7 @@ struct Bench {
     source: Arc<SourceComponent>,
     sink: Arc<SinkComponent>,
     pg: PgServer,
-    servers: BTreeMap<String, PostgresConfig>,
+    servers: BTreeMap<String, PostgresServer>,
     dir: tempfile::TempDir,
 }
 
@@ -258,7 +259,8 @@ impl Bench {
     fn sandbox(&self) -> Sandbox {
         let mut sandbox = Sandbox::default();
         sandbox.grants.postgres = vec![DB.into()];
-        sandbox.postgres = PgPools::granted(&sandbox.grants, &self.servers).expect("the server is defined");
+        sandbox.shared.postgres =
+            PgPools::granted(&sandbox.grants.postgres, &self.servers).expect("the server is defined");
         sandbox
     }
 

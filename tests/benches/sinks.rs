@@ -34,7 +34,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ferry::config::{DirGrant, StreamConfig};
+use ferry::capabilities::dirs::DirGrant;
+use ferry::config::StreamConfig;
 use ferry::contract::Message;
 use ferry::engine::cursor::CursorStore;
 use ferry::engine::delivery::{Delivery, LogMark, Receipt, Target};

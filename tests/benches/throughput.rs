@@ -35,13 +35,14 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use ferry::contract::Durability;
 use ferry::engine::cursor::CursorStore;
 use ferry::engine::delivery::{NullTarget, Target};
 use ferry::engine::source::SourceConnector;
 use ferry::iggy::IggyTarget;
 use ferry::runtime::{Runtime, SourceComponent};
 use ferry::store::local_log::{LocalLog, LoggedCursor};
-use ferry::store::state::{Durability, StateDir};
+use ferry::store::state::StateDir;
 use ferry_tests::bench::{self, Measured, time_source};
 use ferry_tests::components::RANDOM_SOURCE;
 use ferry_tests::harness::{MemoryCursor, quick_settings};
