@@ -1,12 +1,14 @@
 //! An `iggy-server` of the suite's own, for the live tests.
 //!
-//! No registry carries the Iggy server, so these tests are opt-in:
-//! `FERRY_TEST_IGGY_SERVER` names an `iggy-server` binary (built by hand from an
-//! apache/iggy checkout) and `FERRY_TEST_IGGY_CONFIG` its `core/server/config.toml`
-//! (by default looked for above the binary). Each test starts its own server on a
-//! free port with a temporary data directory, and can kill it and start it again on
-//! the same data. Without the variable, each live test says loudly that it was
-//! skipped, and why.
+//! No registry carries the Iggy server: `FERRY_TEST_IGGY_SERVER` names an
+//! `iggy-server` binary and `FERRY_TEST_IGGY_CONFIG` its config (by default looked for
+//! above the binary, as `core/server/config.toml` of an apache/iggy checkout).
+//! `scripts/test` sets both from `scripts/setup-iggy`, which finds the server this
+//! project's machines keep in `../shared/iggy/`, and sets `FERRY_TEST_IGGY_REQUIRED`
+//! so that no live test can skip. Each test starts its own server on a free port with
+//! a temporary data directory, and can kill it and start it again on the same data.
+//! Without a server (and without the requirement), each live test says loudly that it
+//! was skipped, and why.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -27,6 +29,11 @@ pub const PASSWORD: &str = "iggy";
 /// `test` is skipped.
 pub fn live_server(test: &str) -> Option<IggyServer> {
     let Some(binary) = std::env::var_os("FERRY_TEST_IGGY_SERVER").map(PathBuf::from) else {
+        // scripts/test found a server: a live test that cannot have one is a failure.
+        assert!(
+            std::env::var_os("FERRY_TEST_IGGY_REQUIRED").is_none(),
+            "{test}: FERRY_TEST_IGGY_REQUIRED is set, but FERRY_TEST_IGGY_SERVER is not"
+        );
         eprintln!(
             "\n*** SKIPPED {test}: it needs a live Iggy server. Set FERRY_TEST_IGGY_SERVER to an iggy-server \
              binary (and FERRY_TEST_IGGY_CONFIG to its core/server/config.toml) to run it. ***\n"

@@ -4,8 +4,10 @@
 //! every partition once through kills of ferry and of the server;
 //! two ferry processes in one consumer group divide the partitions, and when one is
 //! killed the other takes its partitions over from the stored offsets, nothing lost;
-//! a tenant's sink reads only what its Iggy user may read. And one test shows a
-//! defect of the server we can run: a crash strands its consumer groups.
+//! a group reads on after the server is killed mid-flow and restarted; a tenant's
+//! sink reads only what its Iggy user may read. And one test shows the defect of the
+//! server we can run that the group case works around: a crash strands its
+//! consumer groups.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -184,6 +186,9 @@ fn a_sink_writes_every_message_once_through_kills_of_ferry_and_of_the_server() {
         seqs_once(&written(&site.path("out")));
     }
     let mut ferry = Ferry::start(&config, &[]);
+    // Running (its signal handlers in place) before it is asked to stop: the killed
+    // rounds may have written everything already.
+    ferry.wait_for_line(&reading);
     until("every message in the file", || written(&site.path("out")).len() as u64 == COUNT);
     ferry.signal(Signal::SIGTERM);
     assert!(ferry.wait().success(), "{}", ferry.log());
@@ -234,6 +239,63 @@ fn two_ferries_in_one_consumer_group_divide_the_partitions_and_one_killed_loses_
 }
 
 #[test]
+fn a_consumer_group_reads_on_after_the_server_is_killed_mid_flow_and_restarted() {
+    let Some(mut server) = live_server(
+        "iggy_sinks::a_consumer_group_reads_on_after_the_server_is_killed_mid_flow_and_restarted",
+    ) else {
+        return;
+    };
+    const COUNT: u64 = 20_000;
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(fill(&server, "orders", "shipped", 4, COUNT));
+    let (a, config_a) = site(|| sink_config(&server, "shared", true, ("orders", "shipped"), None));
+    let (b, config_b) = site(|| sink_config(&server, "shared", true, ("orders", "shipped"), None));
+    let mut ferry_a = Ferry::start(&config_a, &[]);
+    ferry_a.wait_for_line(&["key=shared", "joined consumer group"]);
+    let mut ferry_b = Ferry::start(&config_b, &[]);
+    ferry_b.wait_for_line(&["key=shared", "joined consumer group"]);
+    until("both members to write", || !written(&a.path("out")).is_empty() && !written(&b.path("out")).is_empty());
+    let all = || {
+        let mut union = written(&a.path("out"));
+        for (at, seqs) in written(&b.path("out")) {
+            union.entry(at).or_default().extend(seqs);
+        }
+        union
+    };
+    let before = all().len();
+    server.kill();
+    server.restart();
+    // Both members' sessions died with the server, which still lists them holding
+    // every partition: the first to join again clears them, or nothing more is read.
+    let cleared = "left from before a server restart hold partitions no one reads; recreating the group";
+    until("every message written by one of them", || all().len() as u64 == COUNT);
+    ferry_a.signal(Signal::SIGTERM);
+    ferry_b.signal(Signal::SIGTERM);
+    assert!(ferry_a.wait().success(), "{}", ferry_a.log());
+    assert!(ferry_b.wait().success(), "{}", ferry_b.log());
+    assert!(
+        ferry_a.log().contains(cleared) || ferry_b.log().contains(cleared),
+        "a member cleared the members left from before the crash:\n{}\n{}",
+        ferry_a.log(),
+        ferry_b.log()
+    );
+    // Neither member writes an offset twice into its own file.
+    seqs_once(&written(&a.path("out")));
+    seqs_once(&written(&b.path("out")));
+    let seqs: BTreeSet<u64> = all().values().flatten().copied().collect();
+    assert_eq!(seqs, (0..COUNT).collect(), "none lost");
+    let twice = all().values().filter(|s| s.len() > 1).count();
+    eprintln!("{before} of {COUNT} written before the server was killed; {twice} message(s) written by both members");
+    // Duplicates come only where a partition changed hands with a batch in flight:
+    // when B joined, at the crash (the group is recreated and its partitions dealt
+    // again) and when the other member joined the new group: 3 moves × 4 partitions
+    // × 50 messages. (A member that creates the group anew while the other is between
+    // deleting and restoring it reads a partition from its start: the warning says
+    // so; then this bound fails and the log tells why.)
+    assert!(twice <= 3 * 4 * 50, "{twice} written twice");
+}
+
+#[test]
 fn a_tenants_sink_reads_only_what_its_iggy_user_may_read() {
     let Some(server) = live_server("iggy_sinks::a_tenants_sink_reads_only_what_its_iggy_user_may_read") else {
         return;
@@ -270,12 +332,13 @@ fn a_tenants_sink_reads_only_what_its_iggy_user_may_read() {
 }
 
 /// What the Iggy server we can run does with a consumer group through its own crash,
-/// which every Iggy sink depends on: the members it had are kept (they are part of
-/// its replicated metadata) although their sessions died with it, and nothing
-/// removes them, so a member joining afterwards is given no partition and reads
-/// nothing, for good. A ferry sink reconnecting after a server crash is such a new
-/// member. This test shows the defect as it is; when it fails, the server has been
-/// fixed, and `postgres_end_to_end` can kill the Iggy server too.
+/// which every Iggy sink in a group depends on: the members it had are kept (they are
+/// part of its replicated metadata) although their sessions died with it, and
+/// nothing removes them, so a member joining afterwards is given no partition and
+/// reads nothing, for good. A ferry sink reconnecting after a server crash is such a
+/// new member, which is why ferry clears such members when it joins (`ferry-iggy`'s
+/// `group`, tested above). This test shows the server's defect as it is; when it
+/// fails, the server has been fixed and that clearing can go.
 #[test]
 fn a_server_crash_strands_the_consumer_group_members_it_had() {
     let Some(mut server) = live_server("iggy_sinks::a_server_crash_strands_the_consumer_group_members_it_had") else {
@@ -311,3 +374,4 @@ fn a_server_crash_strands_the_consumer_group_members_it_had() {
         assert!(polled.messages.is_empty(), "the new member reads: the server is fixed");
     });
 }
+

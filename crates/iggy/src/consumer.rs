@@ -9,9 +9,19 @@
 //!   same group joins it on each topic, so the server divides the topics' partitions
 //!   among them (how a sink scales past one machine). A member that goes away
 //!   (killed) leaves its partitions to the others, who read them from the stored
-//!   offsets. But the server we can run keeps a group's members through its own
-//!   crash, and a member that died with it keeps its partitions for good (the suite's
-//!   `iggy_sinks` shows it): a group is for scaling, at that price.
+//!   offsets. The server keeps a group's members through its own crash, so a member
+//!   that died with it would keep its partitions for good: on joining, ferry clears
+//!   such members ([`super::group`]).
+//!
+//! In a group, a rebalance can move a partition while a member holds a batch of it
+//! written but not yet stored. The server then refuses that member's offset (the
+//! partition is no longer its own), and the new owner reads the batch again from the
+//! stored offset: the member leaves it at that, rather than retrying the store until
+//! the partition perhaps comes back to it and the old offset would move the group's
+//! stored offset *back*, under everything the other member stored meanwhile (every
+//! message after it would be read a second time). For the same reason a member never
+//! stores an offset below the one stored: it reads the stored offset first. So a
+//! partition that moves costs at most the batch in flight, written by both.
 //!
 //! Either way messages are polled with auto-commit off: the server hands out the
 //! messages after the stored offset, and the offset moves only when the sink loop
@@ -30,6 +40,7 @@ use iggy::prelude::{
 
 use super::connection::{Connection, Live};
 use super::error::RequestError;
+use super::group::{GroupOnTopic, clear_ghosts, restore_offsets};
 use super::messages::from_iggy;
 use ferry_engine::sink::input::{Budget, Input, InputError, OpenError, Reader, SinkBatch};
 use ferry_engine::status::StartingFrom;
@@ -196,6 +207,23 @@ impl IggyReader {
                 .join_consumer_group(&topic.stream_id, &topic.topic_id, group_id)
                 .await
                 .map_err(|e| self.failed(live, e, &at("joining the")))?;
+            let on_topic = GroupOnTopic {
+                stream_id: &topic.stream_id,
+                topic_id: &topic.topic_id,
+                group_id,
+                name: group,
+                at: at("").trim_start().to_string(),
+            };
+            clear_ghosts(client, &on_topic).await.map_err(|e| self.failed(live, e, &at("clearing stale members of the")))?;
+            let partitions = client
+                .get_topic(&topic.stream_id, &topic.topic_id)
+                .await
+                .map_err(|e| self.failed(live, e, &at("listing the partitions for the")))?
+                .map(|details| details.partitions.iter().map(|p| p.id).collect::<Vec<_>>())
+                .unwrap_or_default();
+            restore_offsets(client, &on_topic, partitions.into_iter())
+                .await
+                .map_err(|e| self.failed(live, e, &at("restoring the kept offsets of the")))?;
         }
         tracing::info!("joined consumer group `{group}` on {} topic(s)", self.topics.len());
         Ok((0..self.topics.len()).map(|index| (index, None)).collect())
@@ -228,8 +256,9 @@ impl Reader for IggyReader {
             let topic = &self.topics[index];
             let polled = match poll(&live.client, topic, partition, &self.consumer, budget.messages).await {
                 Ok(polled) => polled,
-                // The server forgot this member (it restarted, or rebalanced): join again.
-                Err(IggyError::ConsumerGroupMemberNotFound(..)) => {
+                // The server forgot this member (it restarted, or rebalanced), or the
+                // group was recreated (see `group`): join again.
+                Err(e) if group_gone(&e) => {
                     self.ready_on = None;
                     return Ok(None);
                 }
@@ -272,21 +301,66 @@ impl Reader for IggyReader {
             self.topics.iter().find(|t| t.stream == batch.stream && t.topic == batch.topic).ok_or_else(|| {
                 InputError(format!("{}/{} is not a topic this sink reads", batch.stream, batch.topic))
             })?;
+        let at = format!("{}/{} partition {}", batch.stream, batch.topic, batch.partition);
+        let grouped = matches!(self.reading, Reading::InGroup(_));
+        if grouped {
+            let stored = live
+                .client
+                .get_consumer_offset(&self.consumer, &topic.stream_id, &topic.topic_id, Some(batch.partition))
+                .await;
+            let stored = match stored {
+                Ok(stored) => stored,
+                Err(e) if group_gone(&e) => {
+                    tracing::info!(
+                        "{at}: group `{}` was recreated before this batch's offset was stored: its new members read \
+                         the batch again",
+                        self.reading.name(),
+                    );
+                    return Ok(None);
+                }
+                Err(e) => return Err(self.failed(&live, e, &format!("reading the stored offset of {at}"))),
+            };
+            if let Some(stored) = stored.filter(|info| info.stored_offset >= last.offset) {
+                tracing::info!(
+                    "{at}: another member of group `{}` stored offset {} already, past this batch (to offset {}): \
+                     not moved back",
+                    self.reading.name(),
+                    stored.stored_offset,
+                    last.offset,
+                );
+                return Ok(None);
+            }
+        }
         let stored = live
             .client
-            .store_consumer_offset(
-                &self.consumer,
-                &topic.stream_id,
-                &topic.topic_id,
-                Some(batch.partition),
-                last.offset,
-            )
+            .store_consumer_offset(&self.consumer, &topic.stream_id, &topic.topic_id, Some(batch.partition), last.offset)
             .await;
-        stored.map(|()| None).map_err(|e| {
-            let doing = format!("storing the offset of {}/{} partition {}", batch.stream, batch.topic, batch.partition);
-            self.failed(&live, e, &doing)
-        })
+        match stored {
+            Ok(()) => Ok(None),
+            Err(e) if grouped && (matches!(e, IggyError::ResourceNotFound(_)) || group_gone(&e)) => {
+                // A rebalance gave the partition to another member (or the group was
+                // recreated): it reads this batch again from the stored offset.
+                // Storing later would move that back.
+                tracing::info!(
+                    "{at} moved to another member of group `{}` before this batch's offset was stored: left to it, \
+                     which reads the batch again",
+                    self.reading.name(),
+                );
+                Ok(None)
+            }
+            Err(e) => Err(self.failed(&live, e, &format!("storing the offset of {at}"))),
+        }
     }
+}
+
+/// The server no longer has this member in the group, or the group at all.
+fn group_gone(error: &IggyError) -> bool {
+    matches!(
+        error,
+        IggyError::ConsumerGroupMemberNotFound(..)
+            | IggyError::ConsumerGroupIdNotFound(..)
+            | IggyError::ConsumerGroupNameNotFound(..)
+    )
 }
 
 /// The messages after the stored offset, in `partition` (or, in a group, one the

@@ -9,6 +9,7 @@ mod connection;
 mod consumer;
 mod delivery;
 mod error;
+mod group;
 mod messages;
 mod topics;
 
