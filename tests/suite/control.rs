@@ -9,7 +9,8 @@
 //! its connector is paused, and the old one is kept; a reload starts what was added,
 //! stops what was removed, restarts what changed (config, or only the component's
 //! bytes) from its committed cursor, and does not touch the rest; a broken config or
-//! component is refused whole while everything runs on; a sink paused and reset
+//! component (or a grant reaching ferry's own files) is refused whole while
+//! everything runs on; a sink paused and reset
 //! reads its topic again from the start (the file sink writes nothing twice); a pause does not outlive ferry.
 
 use nix::sys::signal::Signal;
@@ -253,6 +254,15 @@ fn a_broken_config_or_component_is_refused_whole_while_everything_runs_on() {
     for (broken, words) in [
         (format!("{text}\n[[sources]\n"), "ferry.toml"),
         (text.replace("path = \"state\"", "path = \"elsewhere\""), "[state] changed, which needs a restart of ferry"),
+        // A grant widened into the local log: a guest could rewrite its neighbour's topic.
+        (
+            format!("{text}[sources.grants]\ndirs = [{{ host = \"log\", guest = \"/log\", writable = true }}]\n"),
+            "sources[1] (key `neighbour`): grants.dirs:",
+        ),
+        (
+            format!("{text}[sources.grants]\ndirs = [{{ host = \"log/demo\", guest = \"/log\", writable = true }}]\n"),
+            "writable is inside the local log ([local_log] path)",
+        ),
     ] {
         std::fs::write(&wasm, &original).unwrap();
         site.config("ferry.toml", &broken);

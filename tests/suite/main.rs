@@ -30,6 +30,7 @@ mod postgres_sink_columns;
 mod postgres_source;
 mod process;
 mod python_guests;
+mod readme;
 mod sandbox;
 mod secrets;
 mod shutdown;

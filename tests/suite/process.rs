@@ -31,11 +31,17 @@ pub struct Ferry {
 impl Ferry {
     /// Start `ferry run config` with extra environment variables.
     pub fn start(config: &Path, env: &[(&str, &str)]) -> Ferry {
+        Ferry::start_with(config, env, |_| {})
+    }
+
+    /// [`Ferry::start`], the command changed by `adjust` before it is spawned.
+    pub fn start_with(config: &Path, env: &[(&str, &str)], adjust: impl FnOnce(&mut Command)) -> Ferry {
         let mut command = Command::new(ferry_binary());
         command.arg("run").arg(config).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
         for (key, value) in env {
             command.env(key, value);
         }
+        adjust(&mut command);
         let mut child = command.spawn().expect("ferry starts");
         let stderr = child.stderr.take().expect("stderr is piped");
         let (sender, lines) = mpsc::channel();

@@ -389,3 +389,89 @@ async fn a_state_file_deleted_while_ferry_runs_fails_the_commits() {
     assert!(!file.exists(), "the state file is not created anew");
     running.stop().await;
 }
+
+/// Everything under `dir` (not `dir` itself), with its mode.
+fn modes_under(dir: &Path) -> Vec<(PathBuf, u32)> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().map(Result::unwrap) {
+        let metadata = entry.metadata().unwrap();
+        found.push((entry.path(), metadata.permissions().mode() & 0o777));
+        if metadata.is_dir() {
+            found.extend(modes_under(&entry.path()));
+        }
+    }
+    found
+}
+
+#[test]
+fn what_ferry_writes_is_private_whatever_the_umask_and_a_state_dir_open_to_others_is_warned_of() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+
+    let site = Site::new();
+    std::fs::create_dir(site.path("archive-out")).unwrap();
+    std::fs::create_dir(site.path("state")).unwrap();
+    std::fs::set_permissions(site.path("state"), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let text = format!(
+        "{}{}",
+        random_source_config("feed", "messages_per_batch = 10\nmax_count = 100"),
+        crate::process::file_sink_table("archive", "", "")
+    );
+    let config = site.config("ferry.toml", &text);
+    // A umask that takes nothing away: whatever is private, ferry made so.
+    let mut run = Ferry::start_with(&config, &[("FERRY_LOG", "debug")], |command| unsafe {
+        command.pre_exec(|| {
+            libc::umask(0);
+            Ok(())
+        });
+    });
+    let warned = run.wait_until_logged(&["[state] path", "is writable by its group or by others (mode 777)"]);
+    assert!(warned.contains("WARN") && warned.contains("chmod go-w"), "{warned}");
+    run.wait_until_logged(&["key=archive", "offset stored", "end=100"]);
+    run.signal(Signal::SIGTERM);
+    assert!(run.wait().success(), "{}", run.log());
+
+    let written = [modes_under(&site.path("state")), modes_under(&site.log_dir())].concat();
+    for file in ["status.json", "compiled", "feed", "archive", "demo"] {
+        assert!(
+            written.iter().any(|(path, _)| path.to_string_lossy().contains(file)),
+            "ferry wrote {file}: {written:?}"
+        );
+    }
+    for (path, mode) in &written {
+        let private = if path.is_dir() { 0o700 } else { 0o600 };
+        assert_eq!(*mode, private, "{} is mode {mode:o}", path.display());
+    }
+    assert_eq!(
+        std::fs::metadata(site.log_dir()).unwrap().permissions().mode() & 0o777,
+        0o700,
+        "the log directory ferry created"
+    );
+}
+
+#[test]
+fn state_check_reads_every_page_that_state_show_leaves_alone_and_names_a_damaged_file() {
+    let (site, config, _) = site_after_a_run(300);
+    let check = || {
+        let out = crate::process::ferry(&["state", "check", config.to_str().unwrap()]);
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).to_string())
+    };
+    let (code, output) = check();
+    assert_eq!(code, Some(0), "{output}");
+    assert!(output.contains("cursors.db: ok") && output.contains("random.sqlite: ok"), "{output}");
+    assert!(output.contains("0 damaged"), "{output}");
+
+    // A page of the topic's file overwritten: `state show` reads only the cursors.
+    let topic = topic_file(&site);
+    let mut bytes = std::fs::read(&topic).unwrap();
+    assert!(bytes.len() > 3 * 4096, "several pages: {}", bytes.len());
+    bytes[2 * 4096..3 * 4096].fill(0x55);
+    std::fs::write(&topic, &bytes).unwrap();
+    let (shown, output) = state_show(&config);
+    assert!(shown && output.contains(r#"cursor {"next_seq":300}"#), "{output}");
+    let (code, output) = check();
+    assert_eq!(code, Some(1), "{output}");
+    assert!(output.contains("ERROR") && output.contains("random.sqlite"), "{output}");
+    assert!(output.contains("cursors.db: ok"), "{output}");
+}

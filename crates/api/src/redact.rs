@@ -6,76 +6,37 @@
 
 use std::borrow::Cow;
 
-use ferry_config::{Config, Credentials};
+use ferry_config::Config;
+use ferry_contract::secrets::Secrets;
 
-/// What a secret is replaced with.
-const REDACTED: &str = "[redacted]";
-
-/// Secrets shorter than this are not searched for: replacing every `a` would make
-/// answers unreadable, and a secret of two characters protects nothing.
-const SHORTEST: usize = 4;
-
-/// The values to take out of answers, longest first (so that a secret containing
-/// another is replaced whole).
+/// The secrets to take out of answers (see [`ferry_contract::secrets`]: whole, in any
+/// ASCII case, and pieces at a line's edges).
 pub(super) struct Redactor {
-    secrets: Vec<String>,
+    secrets: Secrets,
 }
 
 impl Redactor {
-    /// Every secret of `config` that can be read now: the connectors' `[secrets]`,
-    /// the secrets their grants reach (PostgreSQL passwords), the Iggy credentials
-    /// (the host's and the tenants'), and the API key.
+    /// Every secret of `config` that can be read now ([`Config::secret_values`]),
+    /// and the API key in force.
     pub fn from_config(config: &Config, api_key: Option<&str>) -> Redactor {
-        let mut secrets: Vec<String> = Vec::new();
-        for connector in config.connectors() {
-            secrets.extend(connector.secrets().values().filter_map(|source| source.read().ok()));
-            secrets.extend(connector.grants().secrets(&config.sections));
-        }
-        if let Some(iggy) = &config.iggy {
-            let tenants =
-                config.tenants.iter().filter_map(|t| t.iggy.as_ref()).map(|own| iggy.with_credentials_of(own));
-            for credentials in std::iter::once(iggy.clone()).chain(tenants).filter_map(|i| i.credentials().ok()) {
-                secrets.push(match credentials {
-                    Credentials::UsernamePassword { password, .. } => password.expose().to_string(),
-                    Credentials::Token(token) => token.expose().to_string(),
-                });
-            }
-        }
+        let mut secrets = config.secret_values();
         secrets.extend(api_key.map(str::to_string));
         Redactor::new(secrets)
     }
 
-    fn new(mut secrets: Vec<String>) -> Redactor {
-        secrets.retain(|s| s.chars().count() >= SHORTEST);
-        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
-        secrets.dedup();
-        Redactor { secrets }
+    fn new(secrets: Vec<String>) -> Redactor {
+        Redactor { secrets: Secrets::new(secrets) }
     }
 
     /// `text` with every secret replaced.
     pub fn text<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        let mut text = Cow::Borrowed(text);
-        for secret in &self.secrets {
-            if text.contains(secret.as_str()) {
-                text = Cow::Owned(text.replace(secret.as_str(), REDACTED));
-            }
-        }
-        text
+        self.secrets.redact(text)
     }
 
     /// `bytes` with every secret replaced (a cursor need not be text), and whether
     /// any was.
     pub fn bytes<'a>(&self, bytes: &'a [u8]) -> (Cow<'a, [u8]>, bool) {
-        let mut bytes = Cow::Borrowed(bytes);
-        let mut any = false;
-        for secret in &self.secrets {
-            let needle = secret.as_bytes();
-            if bytes.windows(needle.len()).any(|w| w == needle) {
-                any = true;
-                bytes = Cow::Owned(replace_bytes(&bytes, needle, REDACTED.as_bytes()));
-            }
-        }
-        (bytes, any)
+        self.secrets.redact_bytes(bytes)
     }
 
     /// Every string in `value` (keys too) with every secret replaced.
@@ -101,21 +62,6 @@ impl Redactor {
             Value::Null | Value::Bool(_) | Value::Number(_) => {}
         }
     }
-}
-
-fn replace_bytes(haystack: &[u8], needle: &[u8], with: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(haystack.len());
-    let mut rest = haystack;
-    while !rest.is_empty() {
-        if rest.starts_with(needle) {
-            out.extend_from_slice(with);
-            rest = &rest[needle.len()..];
-        } else {
-            out.push(rest[0]);
-            rest = &rest[1..];
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -13,10 +13,12 @@
 //! (`[postgres.NAME]`), what each import gets under a grant ([`Verdict`], for `ferry
 //! inspect`), the secrets it reaches (redacted wherever guest text is shown) and what
 //! it reaches on the host (part of a connector's fingerprint, so that a reload
-//! restarts a connector whose server changed).
+//! restarts a connector whose server changed), and the host files it opens to the
+//! guest (which may never be a place ferry keeps for itself: `ferry-config`'s
+//! `host_paths`).
 
 use std::fmt::Debug;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::de::DeserializeOwned;
@@ -98,6 +100,23 @@ pub trait Capability: 'static {
     fn reach(_grant: &Self::Grant, _section: &Self::Section) -> String {
         String::new()
     }
+
+    /// The host files and directories `grant` opens to the guest. The config refuses
+    /// any that reaches a place ferry keeps for itself or another connector's files.
+    fn host_files(_grant: &Self::Grant) -> Vec<HostFile<'_>> {
+        Vec::new()
+    }
+}
+
+/// A file or directory on the host a grant opens to the guest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostFile<'a> {
+    /// The key of the grant, for errors: `grants.dirs`.
+    pub key: &'static str,
+    /// As the config gives it (resolved against the config's directory).
+    pub path: &'a Path,
+    /// Whether the guest may write it, not only read it.
+    pub writable: bool,
 }
 
 /// The section of a capability that has none: writing `[NAME]` at the top of the

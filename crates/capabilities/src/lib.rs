@@ -34,7 +34,9 @@
 mod capability;
 mod registry;
 
-pub use capability::{Capability, Guest, GuestData, Import, InstanceBuilder, InstanceLimits, NoSection, Verdict};
+pub use capability::{
+    Capability, Guest, GuestData, HostFile, Import, InstanceBuilder, InstanceLimits, NoSection, Verdict,
+};
 
 // The one list. `name: Type` is the folder `name/` and its `Capability` impl `Type`.
 registry::capabilities! {

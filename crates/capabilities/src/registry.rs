@@ -66,6 +66,13 @@ macro_rules! capabilities {
                 $( paths.extend(<$granted_ty as $crate::Capability>::section_paths(&mut self.$granted)); )*
                 paths
             }
+
+            /// The files the sections name (passwords, certificates), which no guest
+            /// may reach. (Copies: the capabilities hand their paths out only to be
+            /// resolved, mutably.)
+            pub fn files(&self) -> Vec<std::path::PathBuf> {
+                self.clone().paths_mut().into_iter().map(|path| path.clone()).collect()
+            }
         }
 
         impl Grants {
@@ -115,6 +122,13 @@ macro_rules! capabilities {
                 let mut secrets = Vec::new();
                 $( secrets.extend(<$granted_ty as $crate::Capability>::secrets(&self.$granted, &sections.$granted)); )*
                 secrets
+            }
+
+            /// The host files and directories these grants open to the guest.
+            pub fn host_files(&self) -> Vec<$crate::HostFile<'_>> {
+                let mut files = Vec::new();
+                $( files.extend(<$granted_ty as $crate::Capability>::host_files(&self.$granted)); )*
+                files
             }
 
             /// What these grants reach on the host, to fingerprint.

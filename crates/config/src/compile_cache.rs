@@ -3,11 +3,11 @@
 //!
 //! On by default, in `<state.path>/compiled`: the state directory is already the
 //! operator's, private to ferry, and outside every guest's reach, which is what a
-//! directory ferry loads native code from must be. A writable `grants.dirs` entry that
-//! holds the cache is refused: the guest could write native code ferry would load.
+//! directory ferry loads native code from must be. A grant that reaches the cache is
+//! refused (`host_paths`): the guest could write native code ferry would load.
 
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::de::{self, Deserializer, Visitor};
 
@@ -64,51 +64,10 @@ impl Config {
     }
 }
 
-/// No guest may write the compile cache: a writable `grants.dirs` entry that is the
-/// cache's directory or holds it is refused.
-pub(super) fn validate(config: &Config) -> Result<(), String> {
-    let Some(cache) = config.compile_cache_dir() else { return Ok(()) };
-    let cache = resolved(&cache);
-    for connector in config.connectors() {
-        for grant in connector.grants().dirs.iter().filter(|d| d.writable) {
-            let Ok(host) = grant.host.canonicalize() else { continue };
-            if cache.starts_with(&host) {
-                return Err(format!(
-                    "{}s (key `{}`): grants.dirs: {} is writable by the guest and holds the compile cache ({}); \
-                     whoever can write the cache can run native code in ferry: grant another directory, or move \
-                     [runtime] compile_cache out of it",
-                    connector.role(),
-                    connector.key(),
-                    grant.host.display(),
-                    cache.display(),
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
-/// `path` with symlinks and `..` resolved as far as it exists (the cache's directory
-/// may not exist yet), the rest appended as written.
-fn resolved(path: &Path) -> PathBuf {
-    let mut existing = path.to_path_buf();
-    let mut rest = Vec::new();
-    loop {
-        if let Ok(real) = existing.canonicalize() {
-            return rest.iter().rev().fold(real, |path, part| path.join(part));
-        }
-        match (existing.file_name().map(|n| n.to_os_string()), existing.parent()) {
-            (Some(name), Some(parent)) => {
-                rest.push(name);
-                existing = parent.to_path_buf();
-            }
-            _ => return path.to_path_buf(),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
 
     const SOURCE: &str = r#"
@@ -156,25 +115,19 @@ topic = "random"
     #[test]
     fn a_writable_grant_holding_the_cache_is_refused() {
         let site = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(site.path().join("state")).unwrap();
-        let granting = |host: &str, writable: bool| {
+        std::fs::create_dir_all(site.path().join("data")).unwrap();
+        let granting = |runtime: &str, host: &str, writable: bool| {
             format!(
-                "{SOURCE}[sources.grants]\ndirs = [{{ host = \"{host}\", guest = \"/d\", writable = {writable} }}]\n"
+                "[runtime]\n{runtime}\n{SOURCE}[sources.grants]\n\
+                 dirs = [{{ host = \"{host}\", guest = \"/d\", writable = {writable} }}]\n"
             )
         };
-        // The state directory (which holds the default cache), and the directory above it.
-        for host in ["state", "."] {
-            let error = parse(site.path(), &granting(host, true), &[]).unwrap_err().to_string();
-            assert!(error.contains("sources (key `random`): grants.dirs:"), "{error}");
-            assert!(error.contains("holds the compile cache") && error.contains("run native code"), "{error}");
-        }
-        // Read-only, another directory, or the cache elsewhere: fine.
-        parse(site.path(), &granting("state", false), &[]).unwrap();
-        std::fs::create_dir(site.path().join("data")).unwrap();
-        parse(site.path(), &granting("data", true), &[]).unwrap();
-        let elsewhere = format!("[runtime]\ncompile_cache = \"/var/cache/ferry-test\"\n{}", granting("state", true));
-        parse(site.path(), &elsewhere, &[]).unwrap();
-        let off = format!("[runtime]\ncompile_cache = false\n{}", granting(".", true));
-        parse(site.path(), &off, &[]).unwrap();
+        let cached = "compile_cache = \"data/cache\"";
+        let error = parse(site.path(), &granting(cached, "data", true), &[]).unwrap_err().to_string();
+        assert!(error.contains("sources[0] (key `random`): grants.dirs:"), "{error}");
+        assert!(error.contains("holds the compile cache") && error.contains("run native code"), "{error}");
+        // The cache elsewhere, or off: fine.
+        parse(site.path(), &granting("compile_cache = \"/var/cache/ferry-test\"", "data", true), &[]).unwrap();
+        parse(site.path(), &granting("compile_cache = false", "data", true), &[]).unwrap();
     }
 }

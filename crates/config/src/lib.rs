@@ -32,6 +32,7 @@
 mod compile_cache;
 mod connector;
 mod env;
+mod host_paths;
 mod http;
 mod iggy;
 mod limits;
@@ -332,6 +333,37 @@ impl Config {
     pub fn connectors(&self) -> impl Iterator<Item = &dyn ConnectorConfig> {
         let sources = self.sources.iter().map(|s| s as &dyn ConnectorConfig);
         sources.chain(self.sinks.iter().map(|s| s as &dyn ConnectorConfig))
+    }
+
+    /// Every connector with where it is in the file (`sources[0]`, `sinks[2]`), for errors.
+    pub(crate) fn connectors_with_places(&self) -> impl Iterator<Item = (String, &dyn ConnectorConfig)> {
+        let sources = self.sources.iter().enumerate().map(|(i, s)| (format!("sources[{i}]"), s as &dyn ConnectorConfig));
+        sources.chain(self.sinks.iter().enumerate().map(|(i, s)| (format!("sinks[{i}]"), s as &dyn ConnectorConfig)))
+    }
+
+    /// Every secret value of the config that can be read now: the connectors'
+    /// `[secrets]`, the secrets their grants reach (PostgreSQL passwords), the Iggy
+    /// credentials (the host's and the tenants') and the API key. What guest text
+    /// and API answers are cleaned of (`ferry_contract::secrets`).
+    pub fn secret_values(&self) -> Vec<String> {
+        let mut secrets: Vec<String> = Vec::new();
+        for connector in self.connectors() {
+            secrets.extend(connector.secrets().values().filter_map(|source| source.read().ok()));
+            secrets.extend(connector.grants().secrets(&self.sections));
+        }
+        if let Some(iggy) = &self.iggy {
+            let tenants = self.tenants.iter().filter_map(|t| t.iggy.as_ref()).map(|own| iggy.with_credentials_of(own));
+            for credentials in std::iter::once(iggy.clone()).chain(tenants).filter_map(|i| i.credentials().ok()) {
+                secrets.push(match credentials {
+                    Credentials::UsernamePassword { password, .. } => password.expose().to_string(),
+                    Credentials::Token(token) => token.expose().to_string(),
+                });
+            }
+        }
+        if let Some(http) = &self.http {
+            secrets.extend(http.read_api_key().ok().flatten());
+        }
+        secrets
     }
 
     /// The connector with this key, of whatever role.

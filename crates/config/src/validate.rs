@@ -36,13 +36,7 @@ pub fn validate(config: &Config) -> Result<(), String> {
     }
     // Sources and sinks share one namespace of keys: state files, status and log
     // lines are named by them.
-    let places: Vec<(String, &dyn ConnectorConfig)> = config
-        .sources
-        .iter()
-        .enumerate()
-        .map(|(i, s)| (format!("sources[{i}]"), s as &dyn ConnectorConfig))
-        .chain(config.sinks.iter().enumerate().map(|(i, s)| (format!("sinks[{i}]"), s as &dyn ConnectorConfig)))
-        .collect();
+    let places: Vec<(String, &dyn ConnectorConfig)> = config.connectors_with_places().collect();
     for (place, connector) in &places {
         valid_key(connector.key()).map_err(|p| format!("{place}: key {:?} {p}", connector.key()))?;
     }
@@ -66,7 +60,7 @@ pub fn validate(config: &Config) -> Result<(), String> {
         validate_sink(sink).map_err(|(what, problem)| at(what, problem))?;
     }
     validate_tenant_totals(config)?;
-    super::compile_cache::validate(config)?;
+    super::host_paths::validate(config)?;
     validate_pool(config)
 }
 

@@ -7,10 +7,15 @@
 //! swallows everything). So a file is opened without blocking, checked to be a regular
 //! file *after* opening (the check is on what was opened, not on what the path named a
 //! moment before), and read with a cap on its size; a directory must be a directory.
+//!
+//! What ferry writes (cursors, the local log's records, the status file, the compile
+//! cache) holds data and guest text no other user should read: it is created private,
+//! files 0600 in directories 0700, whatever the umask ([`create_private_dir`],
+//! [`private_file`]); [`open_to_others`] says when a directory already there is not.
 
-use std::fs::{File, FileType, OpenOptions};
+use std::fs::{DirBuilder, File, FileType, OpenOptions};
 use std::io::Read;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// Why a named file or directory cannot be used. Names the path and what it was for.
@@ -21,6 +26,27 @@ pub struct FileError {
     /// What the path was meant to be, e.g. "the component".
     pub what: String,
     pub problem: String,
+}
+
+/// Create `dir` and every missing directory above it, each readable by ferry's user
+/// alone (0700, whatever the umask). A directory already there is left as it is.
+pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    DirBuilder::new().recursive(true).mode(0o700).create(dir)
+}
+
+/// Options that create a file readable by ferry's user alone (0600, whatever the
+/// umask); set what else to do (write, create_new...) on them.
+pub fn private_file() -> OpenOptions {
+    let mut options = OpenOptions::new();
+    options.mode(0o600);
+    options
+}
+
+/// The mode of `dir` when its group or others may write it (and so change what ferry
+/// keeps there), `None` when they may not or it does not exist.
+pub fn open_to_others(dir: &Path) -> Option<u32> {
+    let mode = std::fs::metadata(dir).ok()?.permissions().mode() & 0o7777;
+    (mode & 0o022 != 0).then_some(mode)
 }
 
 /// Read the regular file at `path`, at most `max_bytes` of it. `what` says what the

@@ -10,10 +10,15 @@
 //! lines) and cut to a bounded length, with its real size noted. The work is bounded
 //! by the cut, not by the input: a huge text costs no more than a short one.
 //!
+//! The host's secrets are redacted from it first ([`crate::secrets`]): a guest
+//! repeating the secret it was handed does not get it into any channel.
+//!
 //! [`clean`] is idempotent (its output contains nothing it would escape, and is not
 //! longer than the cut), so text may pass through it at every layer it crosses.
 
 use std::fmt::Write;
+
+use crate::secrets;
 
 /// The longest error, NACK detail or trap message kept, in bytes.
 pub const MAX_MESSAGE: usize = 2048;
@@ -24,10 +29,26 @@ pub const MAX_QUOTED: usize = 96;
 /// Room kept for the cut marker, so that a cut text stays within its bound.
 const MARKER_ROOM: usize = 48;
 
-/// `text` escaped and cut to at most `max` bytes (at least [`MARKER_ROOM`] are
-/// allowed); a cut says how long the text was.
+/// `text` with the host's secrets redacted ([`crate::secrets`]), escaped and cut to at
+/// most `max` bytes (at least [`MARKER_ROOM`] are allowed); a cut says how long the
+/// text was.
 pub fn clean(text: &str, max: usize) -> String {
     let max = max.max(MARKER_ROOM * 2);
+    let secrets = secrets::current();
+    // Escaping never shortens text, so no more than `max` bytes of it can be kept:
+    // only those are searched (and a secret's length more, to see one a cut splits),
+    // which keeps the work bounded by the cut.
+    let mut considered = text.len().min(max.saturating_add(secrets.longest()));
+    while !text.is_char_boundary(considered) {
+        considered -= 1;
+    }
+    let redacted = secrets.redact(&text[..considered]);
+    escape_and_cut(&redacted, max, text.len(), considered < text.len())
+}
+
+/// `text` escaped and cut to `max` bytes, a cut (or `more`: the text was longer
+/// than what is given) marked with its length in all, `total`.
+fn escape_and_cut(text: &str, max: usize, total: usize, more: bool) -> String {
     let mut out = String::with_capacity(text.len().min(max));
     // Where the text would be cut, if it has to be: with room for the marker.
     let mut keep = 0;
@@ -38,9 +59,15 @@ pub fn clean(text: &str, max: usize) -> String {
         push_escaped(&mut out, c);
         if out.len() > max {
             out.truncate(keep);
-            let _ = write!(out, "…[cut: {} bytes in all]", text.len());
+            let _ = write!(out, "…[cut: {total} bytes in all]");
             return out;
         }
+    }
+    if more {
+        if out.len() > max - MARKER_ROOM {
+            out.truncate(keep);
+        }
+        let _ = write!(out, "…[cut: {total} bytes in all]");
     }
     out
 }
@@ -104,6 +131,21 @@ mod tests {
             let once = clean(text, 300);
             assert_eq!(clean(&once, 300), once, "{text:?}");
         }
+    }
+
+    /// The one test of this crate that sets the process's secrets.
+    #[test]
+    fn the_hosts_secrets_never_come_through_even_at_a_cut() {
+        secrets::set(secrets::Secrets::new(["sw0rdfish-42".to_string()]));
+        assert_eq!(clean("key: SW0RDFISH-42", 100), "key: [redacted]");
+        assert_eq!(quote("sw0rdfish-42"), "\"[redacted]\"");
+        // A secret the cut would split is gone whole, not left in part.
+        let cut = clean(&format!("{}sw0rdfish-42 and more", "x".repeat(90)), 96);
+        assert!(!cut.contains("sw0rd") && cut.contains("bytes in all"), "{cut}");
+        // Cleaning again changes nothing; a new set replaces the old.
+        assert_eq!(clean(&clean("a sw0rdfish-42\nb", 100), 100), clean("a sw0rdfish-42\nb", 100));
+        secrets::set(secrets::Secrets::default());
+        assert_eq!(clean("key: sw0rdfish-42", 100), "key: sw0rdfish-42");
     }
 
     #[test]

@@ -31,6 +31,7 @@ pub mod files;
 pub mod guest_text;
 mod message;
 pub mod rate_limit;
+pub mod secrets;
 pub mod settings;
 pub mod wit;
 

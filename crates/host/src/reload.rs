@@ -83,6 +83,12 @@ impl Host {
                 .map_err(|e| refused(format!("connector `{}`: {e}", checked.key)))?;
         }
 
+        // The new config's secrets are taken out of guest text from now on (the old
+        // ones too, until the connectors that had them are stopped).
+        let mut secrets = reloadable.config.secret_values();
+        secrets.extend(config.secret_values());
+        ferry_contract::secrets::set(ferry_contract::secrets::Secrets::new(secrets));
+
         // 2. Stop what goes away or changes, all at once.
         let stopping: Vec<Arc<str>> = plan.removed.iter().chain(&plan.changed).map(|k| Arc::from(k.as_str())).collect();
         plan.unsettled = self.fleet.stop(&stopping, self.grace_period, shutdown).await?;

@@ -55,6 +55,17 @@ impl Host {
             host.fleet.add(wired, Some(fingerprint));
         }
         wiring.sync_states()?;
+        for (dir, key) in [(&config.state.path, "[state] path"), (&config.local_log.path, "[local_log] path")] {
+            if let Some(mode) = ferry_contract::files::open_to_others(dir) {
+                tracing::warn!(
+                    "{key} {} is writable by its group or by others (mode {mode:o}): whoever can write there can \
+                     change the cursors and records ferry trusts; `chmod go-w` it",
+                    dir.display()
+                );
+            }
+        }
+        // Whatever a guest says is cleaned of every secret the config holds.
+        ferry_contract::secrets::set(ferry_contract::secrets::Secrets::new(config.secret_values()));
         host.reloadable = Some(Reloadable { config: Arc::new(config.clone()), wiring });
         Ok(host)
     }

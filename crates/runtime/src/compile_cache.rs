@@ -43,6 +43,8 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 
+use ferry_contract::files;
+
 /// The first bytes of every entry.
 const MAGIC: &[u8; 8] = b"ferry-cc";
 
@@ -152,7 +154,7 @@ impl CompileCache {
     /// if needed. The error says what could not be done, naming the path.
     pub fn store(&self, key: &EntryKey, artifact: &[u8]) -> Result<(), String> {
         if let Some(parent) = self.dir.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+            files::create_private_dir(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
         }
         match DirBuilder::new().mode(0o700).create(&self.dir) {
             Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {

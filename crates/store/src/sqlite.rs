@@ -111,6 +111,20 @@ impl std::fmt::Debug for Database {
 }
 
 impl Database {
+    /// Run SQLite's `pragma` (`quick_check` or `integrity_check`): corruption named if
+    /// it finds any.
+    fn integrity(&self, pragma: &str) -> Result<(), StoreError> {
+        let found: Vec<String> = self
+            .connection
+            .prepare(&format!("PRAGMA {pragma}"))
+            .and_then(|mut statement| statement.query_map([], |row| row.get(0))?.collect())
+            .map_err(|e| self.error("integrity check failed", e))?;
+        if found != ["ok"] {
+            return Err(corrupt(&self.path, format!("integrity check failed: {}", found.join("; "))));
+        }
+        Ok(())
+    }
+
     pub fn connection(&self) -> &Connection {
         &self.connection
     }
@@ -227,12 +241,11 @@ pub fn open_existing(path: &Path, format: &Format, access: Access) -> Result<Dat
             format!("format version {version}, but this ferry reads version {} (and none between)", format.version),
         ));
     }
-    let check: String = database
-        .connection
-        .query_row("PRAGMA quick_check", [], |row| row.get(0))
-        .map_err(|e| database.error("integrity check failed", e))?;
-    if check != "ok" {
-        return Err(corrupt(path, format!("integrity check failed: {check}")));
+    // A writer checks the whole file once, when it takes it; a reader (`ferry state
+    // show`, `ferry log read`) reads the rows it needs, SQLite failing on a damaged
+    // page it meets, and leaves the full check to `ferry state check` ([`check`]).
+    if access == Access::Write {
+        database.integrity("quick_check")?;
     }
     database.version = version;
     let connection = &database.connection;
@@ -247,6 +260,12 @@ pub fn open_existing(path: &Path, format: &Format, access: Access) -> Result<Dat
         migrate(&mut database, format)?;
     }
     Ok(database)
+}
+
+/// Check the whole of the existing database at `path` (`PRAGMA integrity_check`):
+/// every page, index and constraint, however long that takes.
+pub fn check(path: &Path, format: &Format) -> Result<(), StoreError> {
+    open_existing(path, format, Access::Read)?.integrity("integrity_check")
 }
 
 /// Take a writer's file from its version to the current one, in one transaction.
@@ -308,7 +327,7 @@ fn check_files(path: &Path, what: &str) -> Result<Metadata, StoreError> {
 fn create(path: &Path, format: &Format) -> Result<(), StoreError> {
     let what = format.what;
     let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|e| io(dir, format!("cannot create the directory: {}", os_reason(&e))))?;
+    files::create_private_dir(dir).map_err(|e| io(dir, format!("cannot create the directory: {}", os_reason(&e))))?;
     // A write-ahead log without its database belongs to one that was deleted. A new
     // database next to it would take its pages in (SQLite replays a log it finds).
     let [wal, _] = companion_files(path);
@@ -327,8 +346,9 @@ fn create(path: &Path, format: &Format) -> Result<(), StoreError> {
     let temporary = path.with_extension(format!("creating-{}", std::process::id()));
     let creating = format!("cannot create the {what}");
     let _ = std::fs::remove_file(&temporary);
-    // Created here rather than by SQLite, so that a refusal comes with the OS's reason.
-    OpenOptions::new()
+    // Created here rather than by SQLite, so that a refusal comes with the OS's reason,
+    // and private: SQLite gives its write-ahead log and shared memory the same mode.
+    files::private_file()
         .write(true)
         .create_new(true)
         .open(&temporary)

@@ -14,7 +14,7 @@ use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 pub use config::DirGrant;
 
-use crate::{Capability, Import, InstanceBuilder, NoSection, Verdict};
+use crate::{Capability, HostFile, Import, InstanceBuilder, NoSection, Verdict};
 
 /// The capability: `grants.dirs`, the directories preopened.
 pub struct Dirs;
@@ -32,6 +32,10 @@ impl Capability for Dirs {
 
     fn grant_paths(dirs: &mut Vec<DirGrant>) -> Vec<&mut PathBuf> {
         dirs.iter_mut().map(|dir| &mut dir.host).collect()
+    }
+
+    fn host_files(dirs: &Vec<DirGrant>) -> Vec<HostFile<'_>> {
+        dirs.iter().map(|dir| HostFile { key: "grants.dirs", path: &dir.host, writable: dir.writable }).collect()
     }
 
     fn verdict(import: &Import<'_>, dirs: &Vec<DirGrant>) -> Option<Verdict> {

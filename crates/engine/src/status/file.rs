@@ -2,6 +2,7 @@
 //! atomically) shortly after every change, so `ferry status` can show what a running
 //! host is doing without talking to it.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{ConnectorStatus, StatusBoard, now_micros};
 use crate::shutdown::Shutdown;
+use ferry_contract::files;
 
 /// At most one write per this interval, however busy the connectors are.
 const WRITE_INTERVAL: Duration = Duration::from_millis(500);
@@ -62,10 +64,14 @@ fn write(board: &StatusBoard, path: &Path, stopped: bool) -> std::io::Result<()>
         connectors: board.snapshot(),
     };
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
+        files::create_private_dir(dir)?;
     }
     let temporary = path.with_extension("json.tmp");
-    std::fs::write(&temporary, serde_json::to_vec_pretty(&file)?)?;
+    // Removed first: a mode is given only to a file created.
+    let _ = std::fs::remove_file(&temporary);
+    let mut written = files::private_file().write(true).create_new(true).open(&temporary)?;
+    written.write_all(&serde_json::to_vec_pretty(&file)?)?;
+    drop(written);
     std::fs::rename(&temporary, path)
 }
 

@@ -313,6 +313,12 @@ enum StateCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Check every state database of CONFIG (and the local log's topic files) whole.
+    ///
+    /// SQLite's full integrity check, page by page: `ferry run` checks a file when it
+    /// takes it, `state show` and `log read` only read what they show. Prints each
+    /// file and `ok` or what is wrong; exits 1 if any is damaged. Works while ferry runs.
+    Check { config: PathBuf },
     /// Forget a connector's committed cursor: it starts from scratch next time.
     ///
     /// Refused while a ferry process runs the connector. The old cursor is kept, not
@@ -384,6 +390,7 @@ pub fn main() -> ExitCode {
             state::show(&config, key.as_deref(), json)
         }
         Command::State { command: StateCommand::Reset { config, key, yes } } => state::reset(&config, &key, yes),
+        Command::State { command: StateCommand::Check { config } } => state::check(&config),
         Command::Log { command: LogCommand::Read { config, stream, topic, from, limit } } => {
             log::read(&config, stream.as_deref(), topic.as_deref(), from, limit)
         }

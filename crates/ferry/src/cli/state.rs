@@ -1,4 +1,4 @@
-//! `ferry state show` and `ferry state reset`.
+//! `ferry state show`, `ferry state check` and `ferry state reset`.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -7,6 +7,7 @@ use anyhow::{Result, bail};
 use ferry_config::Config;
 use ferry_contract::Role;
 use ferry_engine::cursor::Committed;
+use ferry_store::local_log::LocalLog;
 use ferry_store::state::StateDir;
 use serde_json::json;
 
@@ -52,6 +53,43 @@ pub fn show(path: &Path, only: Option<&str>, as_json: bool) -> Result<ExitCode> 
         }
     }
     Ok(if any_corrupt { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
+
+/// `ferry state check`: every state database (the host's and each tenant's) and
+/// every topic file of the local log checked whole.
+pub fn check(path: &Path) -> Result<ExitCode> {
+    let config = Config::load(path)?;
+    let tenants = config.tenants.iter().map(|t| config.state.path.join("tenants").join(&t.key));
+    let mut damaged = 0;
+    let mut checked = 0;
+    for dir in std::iter::once(config.state.path.clone()).chain(tenants) {
+        match StateDir::new(&dir).check() {
+            Ok(None) => {}
+            Ok(Some(file)) => println!("{}: ok", file.display()),
+            Err(e) => {
+                damaged += 1;
+                println!("ERROR: {e}");
+            }
+        }
+        checked += 1;
+    }
+    let topics = LocalLog::topics(&config.local_log.path);
+    for topic in topics.iter().flatten() {
+        let file = LocalLog::topic_file(&config.local_log.path, &topic.stream, &topic.topic);
+        match LocalLog::check(&config.local_log.path, &topic.stream, &topic.topic) {
+            Ok(()) => println!("{}: ok", file.display()),
+            Err(e) => {
+                damaged += 1;
+                println!("ERROR: {e}");
+            }
+        }
+    }
+    if let Err(e) = topics {
+        damaged += 1;
+        println!("ERROR: {e}");
+    }
+    println!("{damaged} damaged ({checked} state directories and the local log checked)");
+    Ok(if damaged > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
 /// The state directory holding `key`'s cursor: its tenant's namespace, if it has one.

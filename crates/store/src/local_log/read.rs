@@ -40,6 +40,11 @@ impl LocalLog {
         Ok(records)
     }
 
+    /// Check the whole of `stream`/`topic`'s file ([`sqlite::check`]).
+    pub fn check(dir: &Path, stream: &str, topic: &str) -> Result<(), StoreError> {
+        sqlite::check(&LocalLog::topic_file(dir, stream, topic), &FORMAT)
+    }
+
     /// The topics under `dir`.
     pub fn topics(dir: &Path) -> Result<Vec<TopicSummary>, StoreError> {
         let io = |path: &Path, e: std::io::Error| StoreError::Io {

@@ -8,7 +8,7 @@
 //! the lineage with them, so that after `ferry state reset` (a new lineage) the
 //! cursors of the old life are never taken for the new one's.
 
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::{File, TryLockError};
 use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
@@ -17,7 +17,7 @@ use async_trait::async_trait;
 
 use super::committer::{Ask, Committer, Done};
 use super::database::{self, FORMAT, now_micros};
-use ferry_contract::Durability;
+use ferry_contract::{Durability, files};
 use ferry_engine::cursor::CursorStore;
 
 use super::{Committed, StateError, legacy};
@@ -214,6 +214,17 @@ impl StateDir {
         Ok(Some(sqlite::open_existing(&path, &FORMAT, Access::Read)?))
     }
 
+    /// Check the whole cursor database of this directory ([`sqlite::check`]), if it
+    /// has one: its path, or `None`.
+    pub fn check(&self) -> Result<Option<PathBuf>, StateError> {
+        let path = self.path.join(database::FILE_NAME);
+        if std::fs::symlink_metadata(&path).is_err() {
+            return Ok(None);
+        }
+        sqlite::check(&path, &FORMAT)?;
+        Ok(Some(path))
+    }
+
     /// Keys that have a state here.
     pub fn keys(&self) -> Result<Vec<String>, StateError> {
         let mut keys = legacy::keys(&self.path)?;
@@ -251,7 +262,7 @@ impl StateDir {
     }
 
     fn lock(&self, key: &str) -> Result<File, StateError> {
-        std::fs::create_dir_all(&self.path).map_err(|e| {
+        files::create_private_dir(&self.path).map_err(|e| {
             StateError::Io(format!(
                 "{}: cannot create the state directory: {}",
                 self.path.display(),
@@ -261,7 +272,7 @@ impl StateDir {
         let path = self.lock_of(key);
         let io = |e: std::io::Error| StateError::Io(format!("{}: {}", path.display(), sqlite::os_reason(&e)));
         let mut file =
-            OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(io)?;
+            files::private_file().read(true).write(true).create(true).truncate(false).open(&path).map_err(io)?;
         match file.try_lock() {
             Ok(()) => {
                 file.set_len(0).map_err(io)?;

@@ -20,6 +20,7 @@
 //! | `reject_seqs`     | `[]`    | reject exactly these messages, with reason `poison seq N`    |
 //! | `unwritable_seqs` | `[]`    | answer `unwritable("poison somewhere")` for any batch holding one, writing nothing |
 //! | `fail_open`       | false   | refuse to open                                               |
+//! | `echo`            | none    | appended to every retry and reject reason (a test hands it as a secret) |
 //!
 //! Checks come in that order: trap, retry, unwritable, reject. A message whose payload
 //! has no `seq` is an error (a retry naming its offset) whenever `seq` is needed.
@@ -49,10 +50,17 @@ struct Config {
     unwritable_seqs: BTreeSet<u64>,
     #[serde(default)]
     fail_open: bool,
+    #[serde(default)]
+    echo: Option<String>,
 }
 
 fn yes() -> bool {
     true
+}
+
+/// `echo`, to append to a reason.
+fn echo(config: &Config) -> String {
+    config.echo.as_ref().map(|echo| format!(": {echo}")).unwrap_or_default()
 }
 
 /// The part of a payload this sink reads.
@@ -129,8 +137,11 @@ impl Sink for FaultySink {
             if *retried < self.config.retry_times {
                 *retried += 1;
                 return Ok(Written::retry(format!(
-                    "configured to retry ({} of {}) the batch at offset {}",
-                    retried, self.config.retry_times, key.1
+                    "configured to retry ({} of {}) the batch at offset {}{}",
+                    retried,
+                    self.config.retry_times,
+                    key.1,
+                    echo(&self.config)
                 )));
             }
             // Done with this batch: should it come again, it is retried again.
@@ -145,7 +156,7 @@ impl Sink for FaultySink {
             .iter()
             .enumerate()
             .filter(|(_, seq)| self.config.reject_seqs.contains(seq))
-            .map(|(index, seq)| (index, format!("poison seq {seq}")))
+            .map(|(index, seq)| (index, format!("poison seq {seq}{}", echo(&self.config))))
             .collect();
         if let Some(file) = &mut self.written {
             let mut lines = String::new();

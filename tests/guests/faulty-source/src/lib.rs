@@ -11,6 +11,10 @@
 //!   host's API);
 //! * `open_when_exists = "/gate/open"`: refuse to open until this file exists (in a
 //!   granted directory), so that a test decides when the connector starts running;
+//! * `echo = "..."`: repeat this text (a test hands it as a secret) into every
+//!   channel the host shows guest text in: log lines at open (whole, split across two
+//!   lines, in upper case, and on standard error), and the message of a trap
+//!   (`trap_on_poll`) or of an error (`fail_from_poll`);
 //! * `ignore_cursor_on_open = true`: start every instance at `seq` 0 whatever cursor
 //!   it was opened with, keeping its own position from there (moved on by ACKs, so
 //!   NACKs are still replayed): it breaks rule 4 of the contract and nothing else;
@@ -41,6 +45,8 @@ struct Config {
     #[serde(default)]
     open_when_exists: Option<String>,
     #[serde(default)]
+    echo: Option<String>,
+    #[serde(default)]
     ignore_cursor_on_open: bool,
     #[serde(default)]
     advance_on_nack: bool,
@@ -64,6 +70,13 @@ struct FaultySource {
     skipped: u64,
 }
 
+impl FaultySource {
+    /// `echo`, to append to a message.
+    fn echo(&self) -> String {
+        self.config.echo.as_ref().map(|echo| format!(": {echo}")).unwrap_or_default()
+    }
+}
+
 impl Source for FaultySource {
     type Config = Config;
     type Cursor = Cursor;
@@ -81,6 +94,14 @@ impl Source for FaultySource {
             return Err(Error::msg(format!("configured to wait for {gate} before opening")));
         }
         ferry_guest::info!("faulty source opened at seq {}", cursor.next_seq);
+        if let Some(echo) = &config.echo {
+            let half = echo.char_indices().nth(echo.chars().count() / 2).map_or(0, |(at, _)| at);
+            ferry_guest::info!("echo: {echo}");
+            ferry_guest::warn!("echo, split across lines: {}", &echo[..half]);
+            ferry_guest::warn!("{} <- the rest", &echo[half..]);
+            ferry_guest::info!("echo, louder: {}", echo.to_uppercase());
+            eprintln!("echo on stderr: {echo}");
+        }
         let own_seq = config.ignore_cursor_on_open.then_some(0);
         Ok(FaultySource { config, polls: 0, own_seq, skipped: 0 })
     }
@@ -88,10 +109,10 @@ impl Source for FaultySource {
     fn poll(&mut self, cursor: &Cursor) -> Result<Option<Batch<Cursor>>, Error> {
         self.polls += 1;
         if self.config.trap_on_poll == Some(self.polls) {
-            panic!("faulty source: configured to trap on poll {}", self.polls);
+            panic!("faulty source: configured to trap on poll {}{}", self.polls, self.echo());
         }
         if self.config.fail_from_poll.is_some_and(|k| self.polls >= k) {
-            return Err(Error::msg(format!("configured to fail from poll {}", self.polls)));
+            return Err(Error::msg(format!("configured to fail from poll {}{}", self.polls, self.echo())));
         }
         let start = self.own_seq.unwrap_or(cursor.next_seq) + self.skipped;
         let end = self.config.max_count.min(start + self.config.messages_per_batch);
