@@ -7,7 +7,7 @@
 //! the fallback toolchain), so one test does the whole path and the crates after the
 //! first share its target directory.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use nix::sys::signal::Signal;
@@ -33,6 +33,25 @@ fn text(bytes: &[u8]) -> String {
 fn new_crate(kind: &str, name: &str, parent: &Path) {
     let output = ferry(&["new", kind, name, "--path", parent.to_str().unwrap()]);
     assert!(output.status.success(), "ferry new {kind} {name}: {}", text(&output.stderr));
+}
+
+/// `project`, as `ferry new` wrote it, moved to another directory (as a clone on
+/// another machine would be), after checking that none of its files names this
+/// checkout: a Python or JavaScript project carries its helper and names no path
+/// outside itself.
+pub fn moved_elsewhere(project: &Path) -> PathBuf {
+    let checkout = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().canonicalize().unwrap();
+    let checkout = checkout.to_str().unwrap();
+    for entry in std::fs::read_dir(project).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(!text.contains(checkout), "{} names this checkout ({checkout}):\n{text}", path.display());
+    }
+    let elsewhere = project.parent().unwrap().join("moved").join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let moved = elsewhere.join(project.file_name().unwrap());
+    std::fs::rename(project, &moved).unwrap();
+    moved
 }
 
 /// The `seq` in the payload of a message as `ferry log read` or the sink's log line

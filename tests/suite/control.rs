@@ -19,7 +19,7 @@ use serde_json::Value;
 use crate::http_api::{head, start};
 use crate::process::{Ferry, Site, file_sink_table};
 use ferry::store::local_log::LocalLog;
-use ferry_tests::components::FAULTY_SOURCE;
+use ferry_tests::components::{CONTRACT_0_1_SOURCE, FAULTY_SOURCE};
 use ferry_tests::free_port;
 use ferry_tests::http_client::{Response, get, get_until, request};
 use ferry_tests::records::{assert_complete, next_seq, seqs};
@@ -297,6 +297,56 @@ fn a_broken_config_or_component_is_refused_whole_while_everything_runs_on() {
     for key in ["own", "neighbour"] {
         assert_eq!(assert_complete(&records_of(&site, key), committed_seq(&site, key)), 0, "{key}");
     }
+}
+
+/// A restart reads the component file again (as a reload does, by its fingerprint):
+/// a changed file is compiled and runs; one that fails its checks leaves the loaded
+/// one running, and the answer says which.
+#[test]
+fn a_restart_runs_the_component_file_as_it_is_now_or_says_it_kept_the_loaded_one() {
+    let site = Site::new();
+    let port = free_port();
+    let address = format!("127.0.0.1:{port}");
+    let wasm = site.path("own.wasm");
+    let original = std::fs::read(FAULTY_SOURCE).unwrap();
+    std::fs::write(&wasm, &original).unwrap();
+    let text = format!("{}{}", head(port, ""), source("own", wasm.to_str().unwrap(), ENDLESS));
+    let run = start(&site, &text, &[]);
+    source_until(&address, "own", |s| delivered(s) >= 100);
+    // Compiles of own.wasm so far: the log says each.
+    let compiles =
+        |run: &Ferry| run.log().lines().filter(|l| l.contains("compiling component") && l.contains("own.wasm")).count();
+    let restart = |instances: u64| {
+        let answer = post(&address, "/sources/own/restart");
+        assert_eq!(answer.status, 200, "{answer:?}");
+        let before = delivered(&get(&address, "/sources/own", &[]).unwrap().json());
+        source_until(&address, "own", |s| s["instances"] == instances && delivered(s) >= before + 100);
+        answer.json()["message"].as_str().unwrap().to_string()
+    };
+    let first = compiles(&run);
+
+    // A file that is not a component of this contract: the loaded one runs on.
+    std::fs::write(&wasm, std::fs::read(CONTRACT_0_1_SOURCE).unwrap()).unwrap();
+    let message = restart(2);
+    assert!(message.contains("fail their checks") && message.contains("the ones loaded before run"), "{message}");
+    assert!(message.contains("0.1"), "the reason, naming the contract version: {message}");
+    assert_eq!(compiles(&run), first);
+
+    // Other bytes (a custom section appended): compiled, and they run.
+    let mut other_bytes = original.clone();
+    other_bytes.extend([0, 5, 4, b'n', b'o', b't', b'e']);
+    std::fs::write(&wasm, &other_bytes).unwrap();
+    let message = restart(3);
+    assert!(message.contains("changed since it was started, and run as they are now"), "{message}");
+    assert_eq!(compiles(&run), first + 1, "the new bytes were compiled:\n{}", run.log());
+
+    // Unchanged since: a plain restart.
+    let message = restart(4);
+    assert_eq!(message, "restarted: a fresh instance starts from its committed state");
+    assert_eq!(compiles(&run), first + 1);
+
+    stop(run);
+    assert_eq!(assert_complete(&records_of(&site, "own"), committed_seq(&site, "own")), 0);
 }
 
 #[test]

@@ -240,9 +240,9 @@ fn two_ferries_in_one_consumer_group_divide_the_partitions_and_one_killed_loses_
 
 #[test]
 fn a_consumer_group_reads_on_after_the_server_is_killed_mid_flow_and_restarted() {
-    let Some(mut server) = live_server(
-        "iggy_sinks::a_consumer_group_reads_on_after_the_server_is_killed_mid_flow_and_restarted",
-    ) else {
+    let Some(mut server) =
+        live_server("iggy_sinks::a_consumer_group_reads_on_after_the_server_is_killed_mid_flow_and_restarted")
+    else {
         return;
     };
     const COUNT: u64 = 20_000;
@@ -374,4 +374,3 @@ fn a_server_crash_strands_the_consumer_group_members_it_had() {
         assert!(polled.messages.is_empty(), "the new member reads: the server is fixed");
     });
 }
-

@@ -230,13 +230,14 @@ fn ferry_build_without_the_tools_names_the_setup_script() {
 }
 
 /// The README's steps for a JavaScript author: `ferry new --lang js`, `ferry build`,
-/// `ferry run ferry.toml`, and the records are in the log.
+/// `ferry run ferry.toml`, and the records are in the log; from wherever the project
+/// was moved (or cloned) to: it names no path outside itself.
 #[test]
 fn a_new_js_source_builds_and_runs() {
     let home = tempfile::tempdir().unwrap();
     let output = ferry(&["new", "source", "demo-js", "--lang", "js", "--path", home.path().to_str().unwrap()]);
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let project = home.path().join("demo-js");
+    let project = crate::authors::moved_elsewhere(&home.path().join("demo-js"));
     let stdout = ferry_build(&project, &[]);
     assert!(stdout.contains("source: yes: implements iggy:connector/source-connector"), "{stdout}");
     assert!(project.join("target/components/demo_js.wasm").is_file());

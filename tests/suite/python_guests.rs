@@ -228,13 +228,15 @@ fail_every = 3
     assert_eq!(payload_seqs, (0..COUNT).collect::<Vec<_>>());
 }
 
+/// ... and from wherever the project was moved (or cloned) to: it names no path
+/// outside itself.
 #[test]
 fn ferry_new_python_builds_and_runs_as_the_readme_says() {
     let home = tempfile::tempdir().unwrap();
     let at = home.path().to_str().unwrap();
     let output = ferry(&["new", "source", "pydemo", "--lang", "python", "--path", at]);
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let project = home.path().join("pydemo");
+    let project = crate::authors::moved_elsewhere(&home.path().join("pydemo"));
     // The project's own compile cache would compile again: share the suite's.
     let config = project.join("ferry.toml");
     let text = std::fs::read_to_string(&config).unwrap();

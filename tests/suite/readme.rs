@@ -9,12 +9,32 @@ fn readme_commands() -> Vec<String> {
     let readme = include_str!("../../README.md");
     let section = readme.split("\n## Command line\n").nth(1).expect("the README has a Command line section");
     let block = section.split("```").nth(1).expect("a code block in the Command line section");
-    block.lines().filter(|l| l.starts_with("ferry ")).map(|l| l.split("  ").next().unwrap().trim().to_string()).collect()
+    block
+        .lines()
+        .filter(|l| l.starts_with("ferry "))
+        .map(|l| l.split("  ").next().unwrap().trim().to_string())
+        .collect()
 }
 
 /// The words naming the command in `line` (`ferry state show CONFIG` → `state show`).
 fn command_words(line: &str) -> Vec<&str> {
     line.split_whitespace().skip(1).take_while(|w| w.chars().all(|c| c.is_ascii_lowercase() || c == '-')).collect()
+}
+
+/// The commands a `--help` text lists under `Commands:` (none when it has no such list).
+fn commands_in(help: &str) -> Option<Vec<&str>> {
+    let list = help.split("Commands:").nth(1)?;
+    let commands = list
+        .lines()
+        // The rest of the `Commands:` line.
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        // A description wrapped onto the next line is indented further.
+        .filter(|l| !l.starts_with("   "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .collect();
+    Some(commands)
 }
 
 fn help(words: &[&str]) -> String {
@@ -31,22 +51,19 @@ fn the_readme_lists_every_command_and_each_option_as_the_help_has_it() {
     assert!(lines.len() >= 10, "{lines:#?}");
     let listed: Vec<Vec<&str>> = lines.iter().map(|l| command_words(l)).collect();
 
-    // Every command of `ferry --help` (and every subcommand of one with subcommands).
+    // Every command of `ferry --help`, and every subcommand of one with subcommands.
     let top = help(&[]);
-    let commands: Vec<&str> = top
-        .split("Commands:")
-        .nth(1)
-        .expect("ferry --help lists its commands")
-        .lines()
-        .take_while(|l| !l.trim().is_empty())
-        // A description wrapped onto the next line is indented further.
-        .filter(|l| !l.starts_with("   "))
-        .filter_map(|l| l.split_whitespace().next())
-        .filter(|c| *c != "help")
-        .collect();
+    let commands = commands_in(&top).expect("ferry --help lists its commands");
     assert!(commands.contains(&"new") && commands.contains(&"run"), "{top}");
     for command in &commands {
         assert!(listed.iter().any(|words| words.first() == Some(command)), "`ferry {command}` is not in the README");
+        let text = help(&[command]);
+        for sub in commands_in(&text).unwrap_or_default() {
+            assert!(
+                listed.iter().any(|words| words[..] == [*command, sub]),
+                "`ferry {command} {sub}` is not in the README"
+            );
+        }
     }
 
     for (line, words) in lines.iter().zip(&listed) {
@@ -59,7 +76,12 @@ fn the_readme_lists_every_command_and_each_option_as_the_help_has_it() {
             let mut parts = line[at..].split_whitespace();
             let (Some(option), Some(values)) = (parts.next(), parts.next()) else { continue };
             let values = values.trim_matches(|c| c == '[' || c == ']');
-            if !values.contains('|') || values.chars().any(|c| c.is_ascii_uppercase()) {
+            // (`--once | --iterations N` is a choice of options, not of values.)
+            let is_value = |v: &str| !v.is_empty() && !v.starts_with('-');
+            if !values.contains('|')
+                || !values.split('|').all(is_value)
+                || values.chars().any(|c| c.is_ascii_uppercase())
+            {
                 continue;
             }
             let listed = values.split('|').collect::<Vec<_>>().join(", ");

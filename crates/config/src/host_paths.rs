@@ -287,7 +287,10 @@ mod tests {
             let error = refused(site.path(), &source("evil", None, &[(host, true)]));
             let named = format!("sources[0] (key `evil`): grants.dirs: {}", site.path().join(host).display());
             assert!(error.contains(&named), "{host}: {error}");
-            assert!(error.contains(&format!("writable {relation} the local log ([local_log] path)")), "{host}: {error}");
+            assert!(
+                error.contains(&format!("writable {relation} the local log ([local_log] path)")),
+                "{host}: {error}"
+            );
             assert!(error.contains(&format!("real path {}", log.display())), "{host}: {error}");
             assert!(error.contains("records and cursors"), "{error}");
         }
@@ -315,7 +318,8 @@ mod tests {
         // The config file, and the files of the host's own keys.
         std::fs::create_dir(site.path().join("conf")).unwrap();
         let config = site.path().join("conf/ferry.toml");
-        let text = format!("[http]\napi_key = {{ file = \"data/api-key\" }}\n{}", source("a", None, &[("data", false)]));
+        let text =
+            format!("[http]\napi_key = {{ file = \"data/api-key\" }}\n{}", source("a", None, &[("data", false)]));
         let error = refused(site.path(), &text);
         assert!(error.contains("holds [http] api_key's file") && error.contains("a secret of the host's"), "{error}");
         let elsewhere = "[state]\npath = \"../state\"\n[local_log]\npath = \"../log\"\n";

@@ -337,7 +337,8 @@ impl Config {
 
     /// Every connector with where it is in the file (`sources[0]`, `sinks[2]`), for errors.
     pub(crate) fn connectors_with_places(&self) -> impl Iterator<Item = (String, &dyn ConnectorConfig)> {
-        let sources = self.sources.iter().enumerate().map(|(i, s)| (format!("sources[{i}]"), s as &dyn ConnectorConfig));
+        let sources =
+            self.sources.iter().enumerate().map(|(i, s)| (format!("sources[{i}]"), s as &dyn ConnectorConfig));
         sources.chain(self.sinks.iter().enumerate().map(|(i, s)| (format!("sinks[{i}]"), s as &dyn ConnectorConfig)))
     }
 

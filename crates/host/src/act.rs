@@ -6,6 +6,7 @@
 //! refused under a running connector: a guest producing from a cursor that is being
 //! moved aside could commit it back.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::Host;
@@ -47,16 +48,71 @@ impl Host {
                 self.start(&key)?;
                 "resumed: starting from its committed state".to_string()
             }
-            Action::Restart => {
-                let unsettled = self.fleet.stop(std::slice::from_ref(&key), grace, shutdown).await?;
-                self.start(&key)?;
-                format!("restarted: a fresh instance starts from its committed state{}", cut_off(&unsettled, grace))
-            }
+            Action::Restart => self.restart(&key, shutdown).await?,
             Action::ResetState => self.reset_state(&key)?,
         };
         let phase = self.phase_of(&key);
         tracing::info!(key = %key, "{}: {message}", action.as_str());
         Ok(Applied { key: key.to_string(), phase, message })
+    }
+
+    /// Stop `key` and start a fresh instance from its committed state, with its
+    /// component file and secrets read again as a reload reads them (the same
+    /// fingerprint): a changed file is checked and compiled before anything stops, and
+    /// runs; one that fails its checks leaves the loaded one running, and the answer
+    /// says so. The config itself is read again only by a reload.
+    async fn restart(&mut self, key: &str, shutdown: &Shutdown) -> Result<String, Refusal> {
+        let grace = self.grace_period;
+        let config = self.reloadable.as_ref().map(|reloadable| reloadable.config.clone());
+        let mut changed = None;
+        let mut note = String::new();
+        if let (Some(reloadable), Some(config)) = (&mut self.reloadable, &config) {
+            let connector = config.connector(key).expect("a connector the host runs is in its config");
+            let loaded = self.fleet.get(key).and_then(|slot| slot.fingerprint);
+            reloadable.wiring.begin_pass();
+            let checked = match reloadable.wiring.check(config, connector) {
+                Ok(checked) if Some(checked.fingerprint) == loaded => Ok(None),
+                Ok(checked) => checked.compiled().await.map(|()| Some(checked)),
+                Err(error) => Err(error),
+            };
+            match checked {
+                Ok(checked) => changed = checked,
+                Err(error) => {
+                    tracing::warn!(key = %key, "restart: the component as it is now cannot run: {error}");
+                    note = format!(
+                        "; its component or secrets as they are now fail their checks ({error}), so the ones \
+                         loaded before run"
+                    );
+                }
+            }
+        }
+
+        let unsettled = self.fleet.stop(&[Arc::from(key)], grace, shutdown).await?;
+        if let (Some(checked), Some(reloadable), Some(config)) = (changed, &mut self.reloadable, &config) {
+            let fingerprint = checked.fingerprint;
+            let slot = self.fleet.get_mut(key).expect("the slot stays while it is stopped");
+            // Its old self lets go of its state before the new one takes it.
+            slot.wired = None;
+            let rewired = reloadable.wiring.wire(config, checked).and_then(|wired| {
+                reloadable.wiring.sync_states()?;
+                Ok(wired)
+            });
+            match rewired {
+                Ok(wired) => {
+                    self.fleet.put(wired, Some(fingerprint));
+                    note = "; its component or secrets changed since it was started, and run as they are now".into();
+                }
+                Err(error) => {
+                    let error = format!("cannot start after the restart: {error}");
+                    if let Some(reporter) = &slot.reporter {
+                        reporter.refused(&error);
+                    }
+                    return Err(Refusal::new(RefusalKind::Conflict, format!("`{key}` {error}")));
+                }
+            }
+        }
+        self.start(key)?;
+        Ok(format!("restarted: a fresh instance starts from its committed state{note}{}", cut_off(&unsettled, grace)))
     }
 
     /// Start `key` again, if it can be.

@@ -24,8 +24,8 @@
 //! that says what to grant.
 
 use iggy::prelude::{
-    Consumer, ConsumerGroupClient, ConsumerOffsetClient, Identifier, IggyClient, IggyError, StreamClient,
-    SystemClient, TopicClient,
+    Consumer, ConsumerGroupClient, ConsumerOffsetClient, Identifier, IggyClient, IggyError, StreamClient, SystemClient,
+    TopicClient,
 };
 
 /// A consumer group on one topic.

@@ -38,13 +38,15 @@ pub enum Lang {
     Js,
 }
 
-/// The guest SDKs of the checkout this ferry was built from: what a new project
-/// depends on (`guest-sdk/` for Rust, `guest-sdk/<lang>/` for the others).
+/// The guest SDKs of the checkout this ferry was built from: what a new Rust crate
+/// depends on (`guest-sdk/`), and where `ferry build` finds a Python helper that a
+/// project does not carry (`guest-sdk/python/`).
 const GUEST_SDK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../guest-sdk");
 
 /// The names a template may use: `{{name}}` (as given), `{{lib}}` (with `_` for `-`),
 /// `{{kind}}` (`source` or `sink`) and `{{guest_sdk}}` (the absolute path of the
-/// language's SDK in this checkout).
+/// Rust SDK in this checkout: a crate depends on it by path; Python and JavaScript
+/// projects carry a copy of their one-file helper instead, and name no path).
 struct Names<'a> {
     name: &'a str,
     kind: Kind,
@@ -73,12 +75,12 @@ pub fn new(kind: Kind, name: &str, lang: Lang, parent: &Path) -> Result<ExitCode
     if dir.symlink_metadata().is_ok() {
         bail!("{}: already exists; `ferry new` writes a new directory and overwrites nothing", dir.display());
     }
-    let (sdk, files): (&str, Files) = match lang {
-        Lang::Rust => ("", rust::files),
-        Lang::Python => ("python", python::files),
-        Lang::Js => ("js", js::files),
+    let (guest_sdk, files): (String, Files) = match lang {
+        Lang::Rust => (guest_sdk("")?, rust::files),
+        Lang::Python => (String::new(), python::files),
+        Lang::Js => (String::new(), js::files),
     };
-    let names = Names { name, kind, guest_sdk: guest_sdk(sdk)? };
+    let names = Names { name, kind, guest_sdk };
     let files = files(kind, &names);
 
     std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
@@ -157,7 +159,7 @@ mod tests {
         for kind in [Kind::Source, Kind::Sink] {
             let name = format!("py-{}", kind.noun());
             new(kind, &name, Lang::Python, parent.path()).unwrap();
-            for file in ["pyproject.toml", "app.py", "ferry.toml", "README.md", ".gitignore"] {
+            for file in ["pyproject.toml", "app.py", "ferry.toml", "README.md", ".gitignore", "ferry_guest.py"] {
                 let text = std::fs::read_to_string(parent.path().join(&name).join(file)).unwrap();
                 assert!(!text.contains("{{"), "{file} has an unfilled placeholder:\n{text}");
             }

@@ -45,7 +45,8 @@ struct Tool {
 struct FerryTable {
     /// `source` or `sink`: the world the component implements.
     kind: Kind,
-    /// The directory of `ferry_guest.py`, relative to the project (default: this
+    /// The directory of `ferry_guest.py`, relative to the project (default: the
+    /// project itself when it carries one, as `ferry new` writes it, else this
     /// checkout's `guest-sdk/python`).
     guest_sdk: Option<PathBuf>,
     /// The module that defines `Source` or `Sink` (default `app`).
@@ -79,6 +80,7 @@ pub(super) fn build(dir: &Path, out: Option<&Path>) -> Result<PathBuf> {
     }
     let guest_sdk = match &ferry.guest_sdk {
         Some(path) => dir.join(path),
+        None if dir.join("ferry_guest.py").is_file() => dir.to_path_buf(),
         None => PathBuf::from(guest_sdk("python")?),
     };
     if !guest_sdk.join("ferry_guest.py").is_file() {

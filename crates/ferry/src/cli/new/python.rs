@@ -1,6 +1,6 @@
-//! The files of a new Python connector: an `app.py` built with componentize-py and
-//! the `ferry_guest` helper of this checkout, named by absolute path in
-//! `pyproject.toml`'s `[tool.ferry]` table (where `ferry build` looks for it).
+//! The files of a new Python connector: an `app.py` built with componentize-py, and
+//! a copy of the `ferry_guest` helper this ferry was built with, beside it: the
+//! project names no path outside itself, so it builds wherever it is moved or cloned.
 
 use super::{File, Kind, Names};
 
@@ -15,6 +15,7 @@ pub(super) fn files(kind: Kind, names: &Names) -> Vec<File> {
         ("ferry.toml", names.fill(ferry_toml)),
         ("README.md", names.fill(include_str!("python/README.md.in"))),
         (".gitignore", "/target\n/data\n__pycache__/\n".to_string()),
+        ("ferry_guest.py", include_str!("../../../../../guest-sdk/python/ferry_guest.py").to_string()),
     ]
 }
 
@@ -23,13 +24,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_project_says_its_kind_and_names_this_checkouts_helper() {
-        let names = Names { name: "my-sink", kind: Kind::Sink, guest_sdk: "/x/guest-sdk/python".to_string() };
+    fn the_project_says_its_kind_and_carries_its_helper() {
+        let names = Names { name: "my-sink", kind: Kind::Sink, guest_sdk: "/x/guest-sdk".to_string() };
         let files = files(Kind::Sink, &names);
         let manifest = &files.iter().find(|(path, _)| *path == "pyproject.toml").unwrap().1;
         assert!(manifest.contains("name = \"my-sink\""), "{manifest}");
         assert!(manifest.contains("kind = \"sink\""), "{manifest}");
-        assert!(manifest.contains("guest_sdk = \"/x/guest-sdk/python\""), "{manifest}");
+        for (path, text) in &files {
+            assert!(!text.contains("/x/"), "{path} names a path outside the project:\n{text}");
+        }
+        let helper = &files.iter().find(|(path, _)| *path == "ferry_guest.py").unwrap().1;
+        assert!(helper.contains("def sink("), "{helper}");
         let app = &files.iter().find(|(path, _)| *path == "app.py").unwrap().1;
         assert!(app.contains("Sink = ferry_guest.sink("), "{app}");
         let config = &files.iter().find(|(path, _)| *path == "ferry.toml").unwrap().1;
