@@ -81,6 +81,10 @@ impl Ferry {
         self.wait_for_line(needles)
     }
 
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Everything ferry logged so far.
     pub fn log(&self) -> String {
         self.seen.lock().unwrap().join("\n")

@@ -1,12 +1,13 @@
 //! `ferry top CONFIG`, run piped (as a script or a test would) against a running
 //! ferry: from its HTTP API (with its API key, and over HTTPS) and from its status
 //! file, each connector's key, phase, a rate that moves while it delivers, its traps
-//! and NACKs; the fallback to the status file when the API cannot be reached; and the
-//! errors for a refused key, a config that cannot be loaded, and a ferry that has
-//! never run.
+//! and NACKs; the fallback to the status file when the API cannot be reached or its
+//! key read, and back to the API when it answers again; and the errors for a refused
+//! key, a config that cannot be loaded, and a ferry that has never run.
 
+use std::io::{BufRead as _, BufReader, Read as _};
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
@@ -159,11 +160,15 @@ fn from_the_api_top_shows_each_connector_its_rate_trap_and_nacks_and_names_a_ref
         assert!(stderr.contains(words), "the error says {words:?}: {stderr}");
     }
     assert!(!stderr.contains("not-the-key"), "the key is never printed: {stderr}");
-    // No key at all: the variable is named.
+    // No key at all: the API cannot be used; top reads the status file and says why,
+    // naming the variable.
     let unset = top(&[config, "--once"], &[]);
     let stderr = String::from_utf8_lossy(&unset.stderr);
-    assert!(!unset.status.success(), "{stderr}");
     assert!(stderr.contains("[http] api_key") && stderr.contains("FERRY_TEST_API_KEY is not set"), "{stderr}");
+    let file = status_file_path(&site.path("state"));
+    let header = snapshots(&unset)[0].lines().next().unwrap().to_string();
+    assert!(header.contains(&format!("from the status file {} (cannot use the API: ", file.display())), "{header}");
+    assert!(header.contains("FERRY_TEST_API_KEY is not set"), "{header}");
 
     run.signal(Signal::SIGTERM);
     assert!(run.wait().success(), "{}", run.log());
@@ -205,6 +210,58 @@ fn from_the_status_file_top_shows_the_same_and_falls_back_to_it_when_the_api_can
     let stopped = snapshots(&top(&[config, "--once"], &[]));
     assert!(stopped[0].lines().next().unwrap().contains(": stopped cleanly; from the status file"), "{stopped:?}");
     assert_eq!(column(&stopped[0], "feed", "PHASE"), "stopped", "{stopped:?}");
+}
+
+/// One `ferry top` left running (piped) while its ferry stops and starts again: it
+/// goes from the API to the status file and back, saying so each time.
+#[test]
+fn top_falls_back_to_the_status_file_while_the_api_is_gone_and_reads_the_api_again_when_it_answers() {
+    let site = Site::new();
+    let port = free_port();
+    let address = format!("127.0.0.1:{port}");
+    let text = format!("{}{}", head(port, ""), faulty("feed", "max_count = 1000000000", ""));
+    let mut run = start(&site, &text, &[]);
+    get_until(&address, "/stats", &[], |r| r.status == 200);
+    let file = status_file_path(&site.path("state"));
+
+    let mut watching = Command::new(ferry_binary())
+        .arg("top")
+        .arg(site.path("ferry.toml"))
+        // At most five minutes, should the test fail and leave it running.
+        .args(["--iterations", "1500", "--interval", "200ms"])
+        .env_remove("COLUMNS")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ferry top runs");
+    let mut headers = BufReader::new(watching.stdout.take().unwrap()).lines().map(|l| l.unwrap());
+    let mut next_header = |wanted: &str| {
+        let found = headers.by_ref().filter(|l| l.starts_with("ferry pid ")).find(|l| l.contains(wanted));
+        found.unwrap_or_else(|| panic!("top ended before a header saying {wanted:?}"))
+    };
+    let api = format!("from the API at http://{address}");
+    next_header(&api);
+
+    // Its ferry stops: the status file, with the reason.
+    run.signal(Signal::SIGTERM);
+    assert!(run.wait().success(), "{}", run.log());
+    let lost = format!("from the status file {} (the API at http://{address} cannot be reached)", file.display());
+    let header = next_header(&lost);
+    assert!(header.contains(": stopped cleanly;"), "the status file's last word: {header}");
+
+    // Started again: the API, as soon as it answers.
+    let run = start(&site, &text, &[]);
+    get_until(&address, "/stats", &[], |r| r.status == 200);
+    let header = next_header(&api);
+    assert!(header.contains(&format!("ferry pid {}:", run.pid())), "the new ferry: {header}");
+
+    watching.kill().unwrap();
+    watching.wait().unwrap();
+    let mut stderr = String::new();
+    watching.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    assert_eq!(stderr.matches("cannot read the API at").count(), 1, "said once: {stderr}");
+    assert_eq!(stderr.matches(&format!("the API at http://{address} answers again")).count(), 1, "{stderr}");
+    drop(run);
 }
 
 #[test]

@@ -2,8 +2,8 @@
 //! with their rates, refreshed in place.
 //!
 //! The figures come from the HTTP API when the config has an enabled `[http]`
-//! (`GET /stats`), else, or when the API cannot be reached, from the status file the
-//! running ferry keeps written (what `ferry status` shows). Rates are the difference
+//! (`GET /stats`), else, or while the API cannot be reached or its key read, from
+//! the status file the running ferry keeps written (what `ferry status` shows). Rates are the difference
 //! between two readings over the time between them, so the first screen has none.
 //! On a terminal the table is redrawn every `--interval` until `q` or Ctrl-C;
 //! otherwise (or with `--iterations`) top prints that many snapshots and exits.
@@ -139,38 +139,62 @@ impl Reading {
 }
 
 /// Where the readings come from: the API while it answers, else the status file.
+///
+/// The API is asked again at every refresh after it failed, so a ferry restarted
+/// (or an API that was down a moment) is read again as soon as it answers; each
+/// change of source is said once on stderr, and the header says why the status file
+/// is read. An API key that cannot be read (its variable unset, its file missing)
+/// means top cannot use the API at all: it reads the status file, and says why.
 struct Figures {
     api: Option<ApiClient>,
     file: PathBuf,
     config: PathBuf,
-    /// Why the API is not read, once it could not be.
+    /// Why the status file is read although the config has an API, while it is.
     api_lost: Option<String>,
 }
 
 impl Figures {
     fn new(config: &Config, path: &Path) -> Result<Figures> {
-        let api = match &config.http {
-            Some(http) if http.enabled => Some(ApiClient::new(http).map_err(|p| anyhow!("{}: {p}", path.display()))?),
-            _ => None,
-        };
         let file = status_file_path(&config.state.path);
-        Ok(Figures { api, file, config: path.to_path_buf(), api_lost: None })
+        let mut figures = Figures { api: None, file, config: path.to_path_buf(), api_lost: None };
+        if let Some(http) = config.http.as_ref().filter(|http| http.enabled) {
+            match ApiClient::new(http) {
+                Ok(client) => figures.api = Some(client),
+                Err(problem) => {
+                    eprintln!(
+                        "ferry top: {}: cannot use the API: {problem}; reading the status file {} instead",
+                        path.display(),
+                        figures.file.display()
+                    );
+                    figures.api_lost = Some(format!("cannot use the API: {problem}"));
+                }
+            }
+        }
+        Ok(figures)
     }
 
     fn read(&mut self) -> Result<Reading> {
         if let Some(client) = &self.api {
             match client.stats() {
-                Ok(stats) => return Ok(Reading::from_api(stats, now_micros())),
+                Ok(stats) => {
+                    if self.api_lost.take().is_some() {
+                        eprintln!("ferry top: the API at {} answers again; reading it", client.url);
+                    }
+                    return Ok(Reading::from_api(stats, now_micros()));
+                }
                 Err(ApiError::Unauthorized(problem)) => bail!("{}: {problem}", self.config.display()),
                 Err(ApiError::Unavailable(problem)) => {
-                    // Said once, here; the header says it on every screen after.
-                    eprintln!(
-                        "ferry top: cannot read the API at {}: {problem}; reading the status file {} instead",
-                        client.url,
-                        self.file.display()
-                    );
+                    // Said once, when it goes; the header says it on every screen while
+                    // it is gone.
+                    if self.api_lost.is_none() {
+                        eprintln!(
+                            "ferry top: cannot read the API at {}: {problem}; reading the status file {} instead \
+                             until it answers again",
+                            client.url,
+                            self.file.display()
+                        );
+                    }
                     self.api_lost = Some(format!("the API at {} cannot be reached", client.url));
-                    self.api = None;
                 }
             }
         }
@@ -184,9 +208,9 @@ impl Figures {
     /// Where the figures on screen come from, in words.
     fn origin(&self) -> String {
         match (&self.api, &self.api_lost) {
-            (Some(client), _) => format!("from the API at {}", client.url),
+            (_, Some(lost)) => format!("from the status file {} ({lost})", self.file.display()),
+            (Some(client), None) => format!("from the API at {}", client.url),
             (None, None) => format!("from the status file {}", self.file.display()),
-            (None, Some(lost)) => format!("from the status file {} ({lost})", self.file.display()),
         }
     }
 }
