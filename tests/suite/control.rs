@@ -19,7 +19,7 @@ use serde_json::Value;
 use crate::http_api::{head, start};
 use crate::process::{Ferry, Site, file_sink_table};
 use ferry::store::local_log::LocalLog;
-use ferry_tests::components::{CONTRACT_0_1_SOURCE, FAULTY_SOURCE};
+use ferry_tests::components::{CONTRACT_0_1_SOURCE, FAULTY_SOURCE, HOSTILE_SOURCE};
 use ferry_tests::free_port;
 use ferry_tests::http_client::{Response, get, get_until, request};
 use ferry_tests::records::{assert_complete, next_seq, seqs};
@@ -297,6 +297,77 @@ fn a_broken_config_or_component_is_refused_whole_while_everything_runs_on() {
     for key in ["own", "neighbour"] {
         assert_eq!(assert_complete(&records_of(&site, key), committed_seq(&site, key)), 0, "{key}");
     }
+}
+
+/// A hostile source `key` in `mode` (after two good batches, each instance), restarted
+/// 10 ms after it fails, with `limits` and `grants` (TOML tables' bodies).
+fn hostile(key: &str, mode: &str, extra: &str, limits: &str, grants: &str) -> String {
+    format!(
+        r#"
+[[sources]]
+key = "{key}"
+path = "{HOSTILE_SOURCE}"
+poll_interval = "5ms"
+restart_backoff = {{ initial = "10ms", max = "10ms" }}
+streams = [{{ stream = "demo", topic = "{key}" }}]
+plugin_config = {{ mode = "{mode}", good_batches = 2, messages_per_batch = 5 {extra} }}
+limits = {{ {limits} }}
+grants = {{ {grants} }}
+"#
+    )
+}
+
+/// A reload that changes a connector's limits or grants restarts it with them: its
+/// next instance runs within the new memory and call deadline and reaches what the
+/// new grants give, while the neighbour whose table did not change runs on untouched.
+#[test]
+fn a_reload_applies_changed_limits_and_grants_to_the_new_instance() {
+    let site = Site::new();
+    let port = free_port();
+    let address = format!("127.0.0.1:{port}");
+    let config = |memory: &str, timeout: &str, env: &str| {
+        format!(
+            "{}{}{}{}",
+            head(port, ""),
+            hostile("hungry", "allocate", "", &format!("memory = \"{memory}\""), ""),
+            hostile("spinner", "spin", "", &format!("call_timeout = \"{timeout}\""), ""),
+            hostile("prober", "env", ", name = \"FERRY_TEST_PROBED\"", "", &format!("env = [{env}]")),
+        )
+    };
+    let env = [("FERRY_TEST_PROBED", "the host's value")];
+    let last_error = |key: &str, words: &str| {
+        let status = source_until(&address, key, |s| s["last_error"].as_str().is_some_and(|e| e.contains(words)));
+        status["last_error"].as_str().unwrap().to_string()
+    };
+    let probed = |site: &Site| {
+        let records = LocalLog::read_all(&site.log_dir(), "demo", "prober").unwrap();
+        records.iter().map(|r| String::from_utf8_lossy(&r.payload).to_string()).collect::<Vec<_>>()
+    };
+
+    let mut run = start(&site, &config("20MiB", "1s", ""), &env);
+    last_error("hungry", "limits.memory is 20 MiB");
+    last_error("spinner", "limits.call_timeout (1s)");
+    source_until(&address, "prober", |s| delivered(s) == 1);
+    assert!(probed(&site)[0].contains(r#""ok":false"#), "not granted yet: {:?}", probed(&site));
+
+    // The prober's one record is behind its cursor: reset it, so that the instance
+    // the reload starts probes again (it stays paused through the reload).
+    assert_eq!(post(&address, "/sources/prober/pause").status, 200);
+    assert_eq!(request(&address, "DELETE", "/sources/prober/state", &[]).unwrap().status, 200);
+    site.config("ferry.toml", &config("40MiB", "2s", "\"FERRY_TEST_PROBED\""));
+    run.signal(Signal::SIGHUP);
+    let line = run.wait_for_line(&["config reloaded"]);
+    assert!(line.contains("changed=3"), "{line}");
+    assert_eq!(post(&address, "/sources/prober/resume").status, 200);
+
+    let error = last_error("hungry", "limits.memory is 40 MiB");
+    assert!(!error.contains("20 MiB"), "{error}");
+    last_error("spinner", "limits.call_timeout (2s)");
+    // (Its counters go on across instances: the second record.)
+    source_until(&address, "prober", |s| delivered(s) == 2);
+    let records = probed(&site);
+    assert!(records.last().unwrap().contains("the host's value"), "granted now: {records:?}");
+    stop(run);
 }
 
 /// A restart reads the component file again (as a reload does, by its fingerprint):
