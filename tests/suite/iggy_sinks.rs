@@ -120,7 +120,7 @@ fn site(config: impl FnOnce() -> String) -> (Site, std::path::PathBuf) {
 
 /// What the file sink wrote in `out`: (partition, offset) → every seq written there
 /// (more than one would be a duplicate in the file).
-fn written(out: &Path) -> BTreeMap<(u32, u64), Vec<u64>> {
+pub(crate) fn written(out: &Path) -> BTreeMap<(u32, u64), Vec<u64>> {
     let mut lines = BTreeMap::<(u32, u64), Vec<u64>>::new();
     let Ok(entries) = std::fs::read_dir(out) else { return lines };
     for entry in entries.filter_map(Result::ok) {
@@ -140,7 +140,7 @@ fn written(out: &Path) -> BTreeMap<(u32, u64), Vec<u64>> {
 
 /// The seqs in `lines`, each once, checking that no (partition, offset) was written
 /// twice to one file set.
-fn seqs_once(lines: &BTreeMap<(u32, u64), Vec<u64>>) -> BTreeSet<u64> {
+pub(crate) fn seqs_once(lines: &BTreeMap<(u32, u64), Vec<u64>>) -> BTreeSet<u64> {
     for (at, seqs) in lines {
         assert_eq!(seqs.len(), 1, "partition {} offset {} written {} times", at.0, at.1, seqs.len());
     }
@@ -148,7 +148,7 @@ fn seqs_once(lines: &BTreeMap<(u32, u64), Vec<u64>>) -> BTreeSet<u64> {
 }
 
 /// Wait (reading the files again and again, up to [`PATIENCE`]) until `done` holds.
-fn until(what: &str, mut done: impl FnMut() -> bool) {
+pub(crate) fn until(what: &str, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + PATIENCE;
     while !done() {
         assert!(Instant::now() < deadline, "gave up waiting for {what}");

@@ -16,6 +16,7 @@ mod examples;
 mod faults;
 mod flow;
 mod http_api;
+mod iggy_drop_in;
 mod iggy_live;
 mod iggy_sinks;
 mod iggy_tenants;

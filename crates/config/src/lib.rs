@@ -35,6 +35,7 @@ mod env;
 mod host_paths;
 mod http;
 mod iggy;
+pub mod iggy_runtime;
 mod limits;
 mod sink;
 mod source;
@@ -240,6 +241,15 @@ impl Config {
         vars: impl IntoIterator<Item = (String, String)>,
     ) -> Result<Config, ConfigError> {
         let error = |problem: String| ConfigError { file: path.to_path_buf(), problem };
+        // An Iggy connectors runtime file is read as the Ferry config it means.
+        let translated;
+        let text = match iggy_runtime::as_ferry(path, text).map_err(error)? {
+            Some(ferry) => {
+                translated = ferry;
+                translated.as_str()
+            }
+            None => text,
+        };
         // First the file alone, so that its mistakes are reported with line and column:
         // the config's own fields, then the capabilities' sections from the same text.
         let parsed = |e: toml::de::Error| error(e.to_string().trim_end().to_string());

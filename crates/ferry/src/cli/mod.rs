@@ -3,6 +3,7 @@
 
 mod build;
 mod compile;
+mod config;
 mod inspect;
 mod log;
 mod new;
@@ -56,6 +57,10 @@ enum Command {
     /// touched. A config or component that fails its checks is refused whole, with
     /// the reason in the log, and everything runs on as before. With [http], the API
     /// also pauses, resumes and restarts connectors and resets their state.
+    ///
+    /// CONFIG may also be the config file of Iggy's connectors runtime, with the
+    /// connector files of its `config_dir`: it runs as the Ferry config it means
+    /// (`ferry config from-iggy CONFIG` prints that).
     Run {
         /// The configuration file (TOML).
         config: PathBuf,
@@ -211,6 +216,11 @@ enum Command {
         #[command(subcommand)]
         command: StateCommand,
     },
+    /// Work with config files: move from Iggy's connectors runtime.
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
     /// Read the local log, the embedded delivery target.
     Log {
         #[command(subcommand)]
@@ -334,6 +344,18 @@ enum StateCommand {
 }
 
 #[derive(Subcommand)]
+enum ConfigCommand {
+    /// Print the Ferry config an Iggy connectors runtime file means.
+    ///
+    /// CONFIG is the runtime's own file (`[iggy]`, `[http]`, `[state]`, `[connectors]`
+    /// with the local provider's `config_dir`); the connector files of that directory
+    /// (their active versions) become `[[sources]]` and `[[sinks]]`, each native
+    /// plugin's `path` the component of the same connector. `ferry run CONFIG` runs
+    /// the same config without this step; this prints it to move to.
+    FromIggy { config: PathBuf },
+}
+
+#[derive(Subcommand)]
 enum LogCommand {
     /// Print records as JSON lines: offset, id, headers, payload, timestamps.
     ///
@@ -395,6 +417,7 @@ pub fn main() -> ExitCode {
             log::read(&config, stream.as_deref(), topic.as_deref(), from, limit)
         }
         Command::Log { command: LogCommand::Topics { config } } => log::topics(&config),
+        Command::Config { command: ConfigCommand::FromIggy { config } } => config::from_iggy(&config),
         Command::Status { config, json } => status::status(&config, json),
         Command::Top { config, interval, iterations, once } => {
             top::top(&config, interval, if once { Some(1) } else { iterations })

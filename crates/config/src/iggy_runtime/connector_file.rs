@@ -1,0 +1,284 @@
+//! A connector file of Iggy's local provider, and which version of each key is
+//! active.
+//!
+//! As Iggy's runtime reads `config_dir`: every `*.toml` file at its top (not a dot
+//! file, not `Cargo.toml`), whatever its name; `type`, `key` and `version` come from
+//! the content. Of several versions of one key, the one `.active_versions.toml` pins
+//! (`[sources] KEY = N`, `[sinks] KEY = N`) is active, else the highest. Where Iggy
+//! would quietly drop a connector or pick one of two (a pin to a version no file has,
+//! two files with one version, several `[[streams]]` of a source, of which Iggy uses
+//! the last), ferry refuses, naming the files.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use ferry_contract::Role;
+use serde::Deserialize as _;
+
+use super::{Keys, not_yet};
+use crate::{SinkConfig, SourceConfig};
+
+/// The most connector files a directory may hold: a directory of a million files is
+/// a mistake, not a config.
+const MAX_FILES: usize = 10_000;
+
+/// One connector's active version, as a Ferry `[[sources]]` or `[[sinks]]` entry.
+pub(super) struct Connector {
+    pub role: Role,
+    /// The file it came from.
+    pub file: PathBuf,
+    pub enabled: bool,
+    /// Its `path` as written: a native plugin, or a component.
+    pub plugin_path: String,
+    /// The entry, without `path`.
+    pub entry: toml::Table,
+}
+
+/// The active version of every connector in `dir`, by role and key.
+pub(super) fn active(dir: &Path) -> Result<Vec<Connector>, String> {
+    let mut versions: BTreeMap<(&str, String), BTreeMap<u64, Connector>> = BTreeMap::new();
+    for file in connector_files(dir)? {
+        let (role, key, version, connector) = read(&file)?;
+        let known = versions.entry((role.noun(), key.clone())).or_default();
+        if let Some(other) = known.get(&version) {
+            return Err(format!(
+                "{} and {}: both are version {version} of the {} `{key}`; give one another version",
+                other.file.display(),
+                file.display(),
+                role.noun()
+            ));
+        }
+        known.insert(version, connector);
+    }
+    let pins = pins(dir)?;
+    let mut active = Vec::new();
+    for ((role, key), mut known) in versions {
+        let pinned = pins.get(&(role, key.clone())).copied();
+        let version = match pinned {
+            Some(version) if !known.contains_key(&version) => {
+                let have: Vec<String> = known.keys().map(u64::to_string).collect();
+                return Err(format!(
+                    "{}: [{}s] {key} = {version}, but no file in {} is version {version} of `{key}` (there are \
+                     versions {})",
+                    dir.join(ACTIVE_VERSIONS).display(),
+                    role,
+                    dir.display(),
+                    have.join(", ")
+                ));
+            }
+            Some(version) => version,
+            None => *known.keys().next_back().expect("a key has at least one version"),
+        };
+        active.push(known.remove(&version).expect("the version is known"));
+    }
+    Ok(active)
+}
+
+/// The file that pins versions, as Iggy's runtime writes it.
+const ACTIVE_VERSIONS: &str = ".active_versions.toml";
+
+/// The files of `dir` Iggy's local provider reads, by name.
+fn connector_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: cannot list the directory: {e}", dir.display()))?;
+    let mut files = Vec::new();
+    for entry in entries {
+        let path = entry.map_err(|e| format!("{}: cannot list the directory: {e}", dir.display()))?.path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        let read = path.extension().is_some_and(|e| e == "toml")
+            && !name.starts_with('.')
+            && !name.eq_ignore_ascii_case("cargo.toml")
+            && path.is_file();
+        if read {
+            files.push(path);
+        }
+        if files.len() > MAX_FILES {
+            return Err(format!("{}: more than {MAX_FILES} connector files", dir.display()));
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// `.active_versions.toml`, by role and key.
+fn pins(dir: &Path) -> Result<BTreeMap<(&'static str, String), u64>, String> {
+    let file = dir.join(ACTIVE_VERSIONS);
+    if !file.exists() {
+        return Ok(BTreeMap::new());
+    }
+    let text = ferry_contract::files::read_regular_text(&file, crate::MAX_CONFIG_BYTES, "the file", "the limit")
+        .map_err(|e| format!("{}: {}", file.display(), e.problem))?;
+    let table: toml::Table =
+        toml::from_str(&text).map_err(|e| format!("{}: {}", file.display(), e.to_string().trim()))?;
+    let mut pins = BTreeMap::new();
+    for (section, role) in [("sources", Role::Source.noun()), ("sinks", Role::Sink.noun())] {
+        let Some(keys) = table.get(section) else { continue };
+        let keys = keys.as_table().ok_or_else(|| format!("{}: [{section}] must be a table", file.display()))?;
+        for (key, version) in keys {
+            let version = version.as_integer().and_then(|v| u64::try_from(v).ok());
+            let version =
+                version.ok_or_else(|| format!("{}: [{section}] {key}: not a version number", file.display()))?;
+            pins.insert((role, key.clone()), version);
+        }
+    }
+    Ok(pins)
+}
+
+/// One connector file: its role, key and version, and what it means to ferry.
+fn read(file: &Path) -> Result<(Role, String, u64, Connector), String> {
+    let text = ferry_contract::files::read_regular_text(file, crate::MAX_CONFIG_BYTES, "the file", "the limit")
+        .map_err(|e| format!("{}: {}", file.display(), e.problem))?;
+    let table: toml::Table =
+        toml::from_str(&text).map_err(|e| format!("{}: {}", file.display(), e.to_string().trim()))?;
+    let mut keys = Keys::new(file, "", table);
+    let role = match keys.string("type")?.as_deref() {
+        Some("source") => Role::Source,
+        Some("sink") => Role::Sink,
+        Some(other) => return Err(keys.error("type", format!("{other:?} is neither \"source\" nor \"sink\""))),
+        None => return Err(keys.error("type", "missing: \"source\" or \"sink\"")),
+    };
+    let key = keys.string("key")?;
+    let key = keys.required("key", key)?;
+    let enabled = keys.bool("enabled")?;
+    let enabled = keys.required("enabled", enabled)?;
+    let version = match keys.take("version") {
+        Some(toml::Value::Integer(v)) if v >= 0 => v as u64,
+        Some(other) => return Err(keys.error("version", format!("{other} is not a version number"))),
+        None => return Err(keys.error("version", "missing (Iggy's runtime requires it too)")),
+    };
+    let name = keys.string("name")?;
+    let name = keys.required("name", name)?;
+    let path = keys.string("path")?;
+    let plugin_path = keys.required("path", path)?;
+    for flag in ["verbose", "benchmark"] {
+        if keys.bool(flag)?.unwrap_or(false) {
+            return Err(not_yet(keys.error(flag, "true"), "this log option", &format!("set {flag} = false")));
+        }
+    }
+    // Which format Iggy's API shows plugin_config in: the guest always gets JSON.
+    if let Some(format) = keys.string("plugin_config_format")?
+        && !["json", "yaml", "toml", "text"].contains(&format.as_str())
+    {
+        return Err(keys.error("plugin_config_format", format!("{format:?} is none of json, yaml, toml, text")));
+    }
+    if let Some(transforms) = keys.table("transforms")? {
+        for (kind, transform) in &transforms {
+            let enabled = transform.get("enabled").and_then(toml::Value::as_bool);
+            if enabled != Some(false) {
+                return Err(not_yet(
+                    format!("{}: [transforms.{kind}]", file.display()),
+                    "Iggy's transforms",
+                    "set enabled = false, or apply it in the connector",
+                ));
+            }
+        }
+    }
+    let streams = match keys.take("streams") {
+        Some(toml::Value::Array(streams)) => streams,
+        Some(other) => {
+            return Err(keys.error("streams", format!("expected [[streams]] tables, found {}", other.type_str())));
+        }
+        None => return Err(keys.error("streams", "missing (Iggy's runtime requires it too)")),
+    };
+    let streams = streams
+        .into_iter()
+        .enumerate()
+        .map(|(i, s)| match s {
+            toml::Value::Table(t) => Ok(Keys::new(file, &format!("[[streams]] {}", i + 1), t)),
+            other => {
+                Err(format!("{}: [[streams]] {}: expected a table, found {}", file.display(), i + 1, other.type_str()))
+            }
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+
+    // What is left is ferry's own (limits, grants, secrets, tenant, plugin_config, ...).
+    let mut entry = keys.rest();
+    entry.insert("key".into(), key.clone().into());
+    entry.insert("enabled".into(), enabled.into());
+    entry.insert("name".into(), name.into());
+    match role {
+        Role::Source => source_streams(file, &key, streams, &mut entry)?,
+        Role::Sink => sink_streams(&key, streams, &mut entry)?,
+    }
+    // Checked here, so that a mistake names this file: the path is checked later.
+    let mut checked = entry.clone();
+    checked.insert("path".into(), "component.wasm".into());
+    let problem = |e: toml::de::Error| format!("{}: {}", file.display(), e.message());
+    match role {
+        Role::Source => SourceConfig::deserialize(toml::Value::Table(checked)).map(drop).map_err(problem)?,
+        Role::Sink => SinkConfig::deserialize(toml::Value::Table(checked)).map(drop).map_err(problem)?,
+    }
+    Ok((role, key, version, Connector { role, file: file.to_path_buf(), enabled, plugin_path, entry }))
+}
+
+/// A stream's `schema`: the ones whose bytes ferry carries as they are.
+fn schema(stream: &mut Keys) -> Result<(), String> {
+    let schema = stream.string("schema")?;
+    match stream.required("schema", schema)?.as_str() {
+        "json" | "raw" | "text" => Ok(()),
+        other @ ("proto" | "flat_buffer" | "avro") => Err(not_yet(
+            stream.error("schema", format!("{other:?}")),
+            "decoding and encoding this schema",
+            "use json, raw or text",
+        )),
+        other => Err(stream.error("schema", format!("{other:?} is none of json, raw, text, proto, flat_buffer, avro"))),
+    }
+}
+
+/// A source's one `[[streams]]`: where it delivers.
+fn source_streams(file: &Path, key: &str, streams: Vec<Keys>, entry: &mut toml::Table) -> Result<(), String> {
+    let mut streams = streams.into_iter();
+    let (Some(mut stream), None) = (streams.next(), streams.next()) else {
+        return Err(format!(
+            "{}: the source `{key}` needs exactly one [[streams]] entry (Iggy's runtime delivers to the last of \
+             several, and to none of none)",
+            file.display()
+        ));
+    };
+    schema(&mut stream)?;
+    // The producer's own batching: ferry sends each batch the guest returns whole, at once.
+    stream.take("batch_length");
+    stream.take("linger_time");
+    let out = stream.rest();
+    for required in ["stream", "topic"] {
+        if !out.contains_key(required) {
+            return Err(format!("{}: [[streams]] {required}: missing", file.display()));
+        }
+    }
+    entry.insert("streams".into(), toml::Value::Array(vec![out.into()]));
+    Ok(())
+}
+
+/// A sink's `[[streams]]`: what it reads, in one consumer group (Iggy's default
+/// `iggy-connect-sink-KEY`, so a sink moved from Iggy's runtime goes on from the
+/// offsets it stored there), in batches of `batch_length` (1000), polling every
+/// `poll_interval` (5 ms).
+fn sink_streams(key: &str, streams: Vec<Keys>, entry: &mut toml::Table) -> Result<(), String> {
+    let mut settings: Option<(toml::Value, toml::Value, toml::Value)> = None;
+    let mut out = Vec::new();
+    for mut stream in streams {
+        schema(&mut stream)?;
+        let these = (
+            stream.take("batch_length").unwrap_or(toml::Value::Integer(1000)),
+            stream.take("poll_interval").unwrap_or_else(|| "5ms".into()),
+            stream.take("consumer_group").unwrap_or_else(|| format!("iggy-connect-sink-{key}").into()),
+        );
+        match &settings {
+            Some(first) if *first != these => {
+                return Err(stream.error(
+                    "batch_length, poll_interval, consumer_group",
+                    "differ from the first [[streams]] entry's; ferry reads all of a sink's topics with one \
+                     setting of each",
+                ));
+            }
+            _ => settings = Some(these),
+        }
+        out.push(toml::Value::Table(stream.rest()));
+    }
+    if let Some((batch_length, poll_interval, consumer_group)) = settings {
+        entry.insert("batch_length".into(), batch_length);
+        entry.insert("poll_interval".into(), poll_interval);
+        entry.insert("consumer_group".into(), consumer_group);
+    }
+    entry.insert("streams".into(), toml::Value::Array(out));
+    Ok(())
+}

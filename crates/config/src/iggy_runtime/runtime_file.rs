@@ -1,0 +1,215 @@
+//! The runtime's own file, section by section, as Ferry's sections: `[iggy]` (Iggy's
+//! defaults when absent: `localhost:8090`, `iggy`/`iggy`; a `token` of `file:PATH`
+//! read from that file), `[http]` (on at `127.0.0.1:8081` unless disabled, as in
+//! Iggy), `[state]` (`local_state` by default), `[connectors]` (the local provider's
+//! `config_dir`), `[telemetry]` and `[logging]` where they ask for nothing ferry
+//! lacks. Every other top-level section is Ferry's own and is passed on as it is.
+
+use std::path::{Path, PathBuf};
+
+use super::components::Components;
+use super::connector_file;
+use super::{Keys, not_yet};
+
+/// The Ferry config `document`, the runtime file `file`, means.
+pub(super) fn translate(file: &Path, mut document: toml::Table) -> Result<toml::Table, String> {
+    let base = match file.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let mut ferry = toml::Table::new();
+
+    let connectors = take_table(file, &mut document, "connectors")?.unwrap_or_default();
+    let mut keys = Keys::new(file, "[connectors]", connectors);
+    match keys.string("config_type")?.as_deref().unwrap_or("local") {
+        "local" => {}
+        "http" => {
+            return Err(not_yet(
+                keys.error("config_type", "\"http\""),
+                "connector configs fetched from a URL",
+                "use config_type = \"local\" with the files in config_dir",
+            ));
+        }
+        other => return Err(keys.error("config_type", format!("{other:?} is neither \"local\" nor \"http\""))),
+    }
+    let config_dir = keys.string("config_dir")?.filter(|dir| !dir.is_empty());
+    let config_dir =
+        config_dir.ok_or_else(|| keys.error("config_dir", "must name the directory of the connector files"))?;
+    let components = Components::new(&base, keys.string("components_dir")?.as_deref());
+    keys.done("config_type, config_dir, and ferry's components_dir")?;
+
+    ferry.insert("iggy".into(), iggy(file, take_table(file, &mut document, "iggy")?.unwrap_or_default())?.into());
+    if let Some(http) = http(file, take_table(file, &mut document, "http")?.unwrap_or_default())? {
+        ferry.insert("http".into(), http.into());
+    }
+    let mut state = take_table(file, &mut document, "state")?.unwrap_or_default();
+    state.entry("path").or_insert_with(|| "local_state".into());
+    ferry.insert("state".into(), state.into());
+    telemetry_and_logging(file, &mut document)?;
+    // Ferry's own sections, as they are: `Config` refuses one it does not know.
+    ferry.extend(document);
+
+    let dir = connector_dir(&base, &config_dir)?;
+    for connector in connector_file::active(&dir)? {
+        let role = connector.role.noun();
+        let mut entry = connector.entry;
+        let component = components.find(&connector.plugin_path, connector.enabled);
+        let component = component.map_err(|problem| format!("{}: path: {problem}", connector.file.display()))?;
+        entry.insert("path".into(), component.display().to_string().into());
+        let list = ferry.entry(format!("{role}s")).or_insert_with(|| toml::Value::Array(Vec::new()));
+        match list {
+            toml::Value::Array(list) => list.push(entry.into()),
+            _ => return Err(format!("{}: `{role}s` must be an array of tables", file.display())),
+        }
+    }
+    Ok(ferry)
+}
+
+/// `config_dir`, relative to the runtime file's directory (ferry's rule for every
+/// path), or else to the working directory (Iggy's).
+fn connector_dir(base: &Path, config_dir: &str) -> Result<PathBuf, String> {
+    let written = Path::new(config_dir);
+    let candidates = if written.is_absolute() {
+        vec![written.to_path_buf()]
+    } else {
+        vec![base.join(written), written.to_path_buf()]
+    };
+    candidates.iter().find(|dir| dir.is_dir()).cloned().ok_or_else(|| {
+        let tried: Vec<String> = candidates.iter().map(|d| d.display().to_string()).collect();
+        format!("[connectors] config_dir {config_dir:?}: no such directory (looked at {})", tried.join(" and "))
+    })
+}
+
+fn take_table(file: &Path, document: &mut toml::Table, name: &str) -> Result<Option<toml::Table>, String> {
+    match document.remove(name) {
+        None => Ok(None),
+        Some(toml::Value::Table(table)) => Ok(Some(table)),
+        Some(other) => Err(format!("{}: `{name}` must be a table, found {}", file.display(), other.type_str())),
+    }
+}
+
+/// `[iggy]`, with Iggy's defaults, as Ferry's `[iggy]` (whose other keys may be
+/// added: `transport`, `token_env`, `connect_timeout`, ...).
+fn iggy(file: &Path, table: toml::Table) -> Result<toml::Table, String> {
+    let mut keys = Keys::new(file, "[iggy]", table);
+    let address = keys.string("address")?.unwrap_or_else(|| "localhost:8090".into());
+    let token = keys.string("token")?.filter(|token| !token.is_empty());
+    let username = keys.string("username")?;
+    let password = keys.take("password");
+    let tls = keys.table("tls")?;
+    let mut iggy = keys.rest();
+    iggy.insert("address".into(), address.into());
+    match token {
+        // A token is used instead of the username and password.
+        Some(token) => match token.strip_prefix("file:") {
+            Some(path) => iggy.insert("token_file".into(), expand_home(path).into()),
+            None => iggy.insert("token".into(), token.into()),
+        },
+        None => {
+            iggy.insert("username".into(), username.unwrap_or_else(|| "iggy".into()).into());
+            iggy.insert("password".into(), password.unwrap_or_else(|| "iggy".into()));
+            None
+        }
+    };
+    if let Some(tls) = tls {
+        let mut keys = Keys::new(file, "[iggy.tls]", tls);
+        if keys.bool("enabled")?.unwrap_or(false) {
+            let mut tls = toml::Table::new();
+            tls.insert("enabled".into(), true.into());
+            let ca_file = keys.string("ca_file")?;
+            tls.insert("ca_file".into(), keys.required("ca_file", ca_file)?.into());
+            if let Some(domain) = keys.string("domain")?.filter(|d| !d.is_empty()) {
+                tls.insert("domain".into(), domain.into());
+            }
+            tls.extend(keys.rest());
+            iggy.insert("tls".into(), tls.into());
+        }
+    }
+    Ok(iggy)
+}
+
+/// `~/...` as Iggy reads a token file's path.
+fn expand_home(path: &str) -> String {
+    match (path.strip_prefix("~/"), std::env::var("HOME")) {
+        (Some(rest), Ok(home)) => format!("{home}/{rest}"),
+        _ => path.to_string(),
+    }
+}
+
+/// `[http]` as Ferry's (none when disabled). Iggy serves its API unless told not to.
+fn http(file: &Path, table: toml::Table) -> Result<Option<toml::Table>, String> {
+    let mut keys = Keys::new(file, "[http]", table);
+    if !keys.bool("enabled")?.unwrap_or(true) {
+        return Ok(None);
+    }
+    let mut http = toml::Table::new();
+    let address = keys.string("address")?.unwrap_or_else(|| crate::http::DEFAULT_ADDRESS.into());
+    http.insert("address".into(), address.into());
+    match keys.take("api_key") {
+        None => {}
+        Some(toml::Value::String(key)) if key.is_empty() => {}
+        Some(toml::Value::String(_)) => {
+            return Err(keys.error(
+                "api_key",
+                "ferry never reads a secret written in the config: write api_key = { env = \"NAME\" } or \
+                 { file = \"PATH\" } (this file may use either)",
+            ));
+        }
+        Some(source) => {
+            http.insert("api_key".into(), source);
+        }
+    }
+    if let Some(cors) = keys.table("cors")? {
+        let mut cors = Keys::new(file, "[http.cors]", cors);
+        if cors.bool("enabled")?.unwrap_or(false) {
+            return Err(not_yet(cors.error("enabled", "true"), "CORS", "set enabled = false"));
+        }
+    }
+    if let Some(metrics) = keys.table("metrics")? {
+        let mut metrics = Keys::new(file, "[http.metrics]", metrics);
+        // Ferry serves its metrics at /metrics whether or not they are asked for.
+        metrics.bool("enabled")?;
+        if let Some(endpoint) = metrics.string("endpoint")?.filter(|e| e != "/metrics") {
+            return Err(not_yet(
+                metrics.error("endpoint", format!("{endpoint:?}")),
+                "metrics elsewhere than /metrics",
+                "use endpoint = \"/metrics\"",
+            ));
+        }
+        metrics.done("enabled, endpoint")?;
+    }
+    if let Some(tls) = keys.table("tls")? {
+        let mut keys = Keys::new(file, "[http.tls]", tls);
+        if keys.bool("enabled")?.unwrap_or(false) {
+            let (cert_file, key_file) = (keys.string("cert_file")?, keys.string("key_file")?);
+            let mut tls = toml::Table::new();
+            tls.insert("cert_file".into(), keys.required("cert_file", cert_file)?.into());
+            tls.insert("key_file".into(), keys.required("key_file", key_file)?.into());
+            http.insert("tls".into(), tls.into());
+        }
+    }
+    keys.done("enabled, address, api_key, cors, metrics, tls")?;
+    Ok(Some(http))
+}
+
+/// `[telemetry]` and `[logging]`: accepted where they ask for what ferry does.
+fn telemetry_and_logging(file: &Path, document: &mut toml::Table) -> Result<(), String> {
+    if let Some(telemetry) = take_table(file, document, "telemetry")? {
+        let mut keys = Keys::new(file, "[telemetry]", telemetry);
+        if keys.bool("enabled")?.unwrap_or(false) {
+            return Err(not_yet(keys.error("enabled", "true"), "OpenTelemetry export", "set enabled = false"));
+        }
+    }
+    if let Some(logging) = take_table(file, document, "logging")? {
+        let mut keys = Keys::new(file, "[logging]", logging);
+        let format = keys.string("format")?;
+        match format.as_deref().map(str::to_ascii_lowercase).as_deref() {
+            None | Some("text") => {}
+            Some(other) => {
+                return Err(not_yet(keys.error("format", format!("{other:?}")), "JSON logs", "use format = \"text\""));
+            }
+        }
+        keys.done("format")?;
+    }
+    Ok(())
+}

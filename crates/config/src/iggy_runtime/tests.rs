@@ -1,0 +1,245 @@
+//! Iggy runtime directories, written as Iggy's documentation shows them, read as
+//! the Ferry configs they mean; and each refusal naming the file and the key.
+
+use std::path::{Path, PathBuf};
+
+use crate::{Config, ConnectorConfig};
+
+const RUNTIME: &str = r#"
+[http]
+enabled = true
+address = "127.0.0.1:8181"
+api_key = ""
+
+[http.cors]
+enabled = false
+allowed_origins = ["*"]
+
+[http.tls]
+enabled = false
+cert_file = "core/certs/iggy_cert.pem"
+key_file = "core/certs/iggy_key.pem"
+
+[iggy]
+address = "localhost:8090"
+username = "iggy"
+password = "iggy"
+token = ""
+
+[iggy.tls]
+enabled = false
+ca_file = "core/certs/iggy_ca_cert.pem"
+
+[state]
+path = "local_state"
+
+[connectors]
+config_type = "local"
+config_dir = "connectors"
+
+[logging]
+format = "text"
+"#;
+
+fn random(version: u64, max_count: u64) -> String {
+    format!(
+        r#"
+type = "source"
+key = "random"
+enabled = true
+version = {version}
+name = "Random source"
+path = "target/release/libiggy_connector_random_source"
+plugin_config_format = "json"
+
+[[streams]]
+stream = "example_stream"
+topic = "example_topic"
+schema = "json"
+batch_length = 1000
+linger_time = "5ms"
+
+[plugin_config]
+interval = "100ms"
+max_count = {max_count}
+"#
+    )
+}
+
+const STDOUT: &str = r#"
+type = "sink"
+key = "stdout"
+enabled = true
+version = 0
+name = "Stdout sink"
+path = "target/release/libiggy_connector_stdout_sink"
+
+[[streams]]
+stream = "example_stream"
+topics = ["example_topic"]
+schema = "json"
+batch_length = 100
+poll_interval = "5ms"
+
+[plugin_config]
+print_payload = false
+
+[transforms.add_fields]
+enabled = false
+"#;
+
+/// A runtime directory: `config.toml`, `connectors/` with `files`, and
+/// `components/` with the components of the random source and the stdout sink.
+fn site(files: &[(&str, &str)]) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("connectors")).unwrap();
+    std::fs::create_dir_all(dir.path().join("components")).unwrap();
+    for component in ["random_source.wasm", "stdout-sink.wasm"] {
+        std::fs::write(dir.path().join("components").join(component), b"\0asm").unwrap();
+    }
+    for (name, text) in files {
+        std::fs::write(dir.path().join("connectors").join(name), text).unwrap();
+    }
+    let runtime = dir.path().join("config.toml");
+    std::fs::write(&runtime, RUNTIME).unwrap();
+    (dir, runtime)
+}
+
+fn load(runtime: &Path) -> Result<Config, String> {
+    Config::load_with_env(runtime, Vec::new()).map_err(|e| e.to_string())
+}
+
+#[test]
+fn an_iggy_runtime_directory_is_the_ferry_config_it_means() {
+    let (dir, runtime) =
+        site(&[("random_v0.toml", &random(0, 10)), ("random_v1.toml", &random(1, 20)), ("stdout.toml", STDOUT)]);
+    std::fs::write(dir.path().join("connectors/notes.txt"), "not a connector").unwrap();
+    std::fs::write(dir.path().join("connectors/Cargo.toml"), "[package]").unwrap();
+    let config = load(&runtime).unwrap();
+
+    let iggy = config.iggy.as_ref().expect("[iggy]");
+    assert_eq!((iggy.address.as_str(), iggy.username.as_deref()), ("localhost:8090", Some("iggy")));
+    assert!(!iggy.tls.enabled);
+    let http = config.http.as_ref().expect("Iggy serves its API unless disabled");
+    assert_eq!((http.enabled, http.address.as_str(), &http.api_key), (true, "127.0.0.1:8181", &None));
+    assert_eq!(config.state.path, dir.path().join("local_state"));
+
+    // The highest version is active when none is pinned.
+    let [random] = &config.sources[..] else { panic!("{:?}", config.sources) };
+    assert_eq!(random.key, "random");
+    assert_eq!(random.plugin_config_json().unwrap(), r#"{"interval":"100ms","max_count":20}"#);
+    assert_eq!(random.path, dir.path().join("components/random_source.wasm"));
+    assert_eq!(
+        (random.streams[0].stream.as_str(), random.streams[0].topic.as_str()),
+        ("example_stream", "example_topic")
+    );
+
+    // A sink reads in Iggy's consumer group by default, so it goes on from the
+    // offsets Iggy's runtime stored; the component's file may use `-`.
+    let [stdout] = &config.sinks[..] else { panic!("{:?}", config.sinks) };
+    assert_eq!(stdout.consumer_group.as_deref(), Some("iggy-connect-sink-stdout"));
+    assert_eq!(stdout.batch_length, 100);
+    assert_eq!(stdout.poll_interval, std::time::Duration::from_millis(5));
+    assert_eq!(stdout.path, dir.path().join("components/stdout-sink.wasm"));
+    assert_eq!(stdout.topics().collect::<Vec<_>>(), [("example_stream", "example_topic")]);
+
+    // The Ferry config printed for it is the same config.
+    let text = std::fs::read_to_string(&runtime).unwrap();
+    let ferry = super::as_ferry(&runtime, &text).unwrap().expect("an Iggy runtime file");
+    let native = dir.path().join("ferry.toml");
+    std::fs::write(&native, &ferry).unwrap();
+    let again = load(&native).unwrap();
+    assert_eq!(format!("{:?}", again.sources), format!("{:?}", config.sources), "{ferry}");
+    assert_eq!(format!("{:?}", again.sinks), format!("{:?}", config.sinks), "{ferry}");
+}
+
+#[test]
+fn a_pinned_version_is_active_and_a_pin_to_no_version_is_refused() {
+    let (dir, runtime) = site(&[("a.toml", &random(0, 10)), ("b.toml", &random(1, 20))]);
+    std::fs::write(dir.path().join("connectors/.active_versions.toml"), "[sources]\nrandom = 0\n").unwrap();
+    let config = load(&runtime).unwrap();
+    assert_eq!(config.sources[0].plugin_config_json().unwrap(), r#"{"interval":"100ms","max_count":10}"#);
+
+    std::fs::write(dir.path().join("connectors/.active_versions.toml"), "[sources]\nrandom = 7\n").unwrap();
+    let error = load(&runtime).unwrap_err();
+    assert!(
+        error.contains(".active_versions.toml: [sources] random = 7") && error.contains("versions 0, 1"),
+        "{error}"
+    );
+}
+
+#[test]
+fn what_ferry_cannot_honour_is_refused_naming_the_file_and_the_key() {
+    let cases: [(&str, String, &[&str]); 7] = [
+        (
+            "transforms",
+            STDOUT.replace("enabled = false", "enabled = true"),
+            &["stdout.toml: [transforms.add_fields]", "ferry does not support this yet"],
+        ),
+        (
+            "schema",
+            STDOUT.replace("schema = \"json\"", "schema = \"avro\""),
+            &["stdout.toml: [[streams]] 1 schema: \"avro\""],
+        ),
+        ("a typo of ferry's", format!("limitz = {{}}\n{STDOUT}"), &["stdout.toml: unknown field `limitz`"]),
+        ("no key", STDOUT.replace("key = \"stdout\"", ""), &["stdout.toml key: missing"]),
+        (
+            "two streams of a source",
+            format!("{}\n[[streams]]\nstream = \"b\"\ntopic = \"b\"\nschema = \"json\"\n", random(0, 1)),
+            &["needs exactly one [[streams]] entry"],
+        ),
+        ("verbose", STDOUT.replace("version = 0", "version = 0\nverbose = true"), &["stdout.toml verbose: true"]),
+        (
+            "no component",
+            STDOUT.replace("libiggy_connector_stdout_sink", "libiggy_connector_elastic_sink"),
+            &[
+                "stdout.toml: path: \"target/release/libiggy_connector_elastic_sink\" is a native library",
+                "elastic_sink.wasm or elastic-sink.wasm",
+                "random_source.wasm, stdout-sink.wasm",
+            ],
+        ),
+    ];
+    for (case, file, words) in cases {
+        let (_dir, runtime) = site(&[("stdout.toml", &file)]);
+        let error = load(&runtime).expect_err(case);
+        for word in words {
+            assert!(error.contains(word), "{case}: {word:?} in {error}");
+        }
+    }
+
+    // Two files with one version of one key: Iggy would take either.
+    let (_dir, runtime) = site(&[("a.toml", &random(3, 1)), ("b.toml", &random(3, 2))]);
+    let error = load(&runtime).unwrap_err();
+    assert!(
+        error.contains("a.toml and ") && error.contains("b.toml: both are version 3 of the source `random`"),
+        "{error}"
+    );
+
+    // The runtime's own file.
+    for (change, words) in [
+        (("api_key = \"\"", "api_key = \"plain\""), "[http] api_key: ferry never reads a secret written in the config"),
+        (("enabled = false\nallowed_origins", "enabled = true\nallowed_origins"), "[http.cors] enabled: true"),
+        (("format = \"text\"", "format = \"json\""), "[logging] format: \"json\""),
+        (("config_type = \"local\"", "config_type = \"http\""), "[connectors] config_type: \"http\""),
+        (("config_dir = \"connectors\"", "config_dir = \"elsewhere\""), "config_dir \"elsewhere\": no such directory"),
+    ] {
+        let (_dir, runtime) = site(&[("stdout.toml", STDOUT)]);
+        assert!(RUNTIME.contains(change.0), "{change:?}");
+        std::fs::write(&runtime, RUNTIME.replace(change.0, change.1)).unwrap();
+        let error = load(&runtime).expect_err(words);
+        assert!(error.contains("config.toml") && error.contains(words), "{words:?} in {error}");
+    }
+}
+
+#[test]
+fn ferrys_own_sections_and_keys_may_be_added_to_the_same_files() {
+    let sink = format!("{STDOUT}\n[limits]\nmemory = \"32MiB\"\n");
+    let (_dir, runtime) = site(&[("stdout.toml", &sink)]);
+    let text = format!("{RUNTIME}\n[runtime]\nshutdown_grace_period = \"3s\"\n")
+        .replace("path = \"local_state\"", "path = \"local_state\"\nsync = \"interval\"");
+    std::fs::write(&runtime, text).unwrap();
+    let config = load(&runtime).unwrap();
+    assert_eq!(config.runtime.shutdown_grace_period, std::time::Duration::from_secs(3));
+    assert_eq!(config.state.sync, crate::StateSync::Interval);
+    assert_eq!(config.sinks[0].limits.memory.bytes(), 32 << 20);
+}

@@ -1,0 +1,160 @@
+//! Iggy's connectors runtime files, run unchanged by `ferry run` against a live Iggy
+//! server: the runtime's `config.toml` and a `config_dir` with two versions of a
+//! random source (the higher one active) and a sink in Iggy's format, whose native
+//! `path`s name components of the same connectors. Every record the active source
+//! produced reaches Iggy and the sink, once; and `ferry config from-iggy` prints a
+//! Ferry config that means the same.
+
+use std::path::Path;
+
+use nix::sys::signal::Signal;
+
+use crate::iggy_sinks::{seqs_once, until, written};
+use crate::process::{Ferry, Site, ferry};
+use ferry_tests::components::{FILE_SINK, RANDOM_SOURCE};
+use ferry_tests::iggy_server::{IggyServer, PASSWORD, USERNAME, live_server};
+
+fn random(version: u64, max_count: u64) -> String {
+    format!(
+        r#"type = "source"
+key = "random"
+enabled = true
+version = {version}
+name = "Random source"
+path = "target/release/libiggy_connector_random_source"
+plugin_config_format = "json"
+
+[[streams]]
+stream = "example_stream"
+topic = "example_topic"
+schema = "json"
+batch_length = 1000
+linger_time = "5ms"
+
+[plugin_config]
+interval = "1ms"
+max_count = {max_count}
+payload_size = 50
+"#
+    )
+}
+
+/// A sink in Iggy's format, with the grant ferry's sandbox needs added (the only
+/// key Iggy's runtime would not know).
+const ARCHIVE: &str = r#"type = "sink"
+key = "archive"
+enabled = true
+version = 0
+name = "Archive"
+path = "target/release/libiggy_connector_file_sink"
+
+[[streams]]
+stream = "example_stream"
+topics = ["example_topic"]
+schema = "json"
+batch_length = 100
+poll_interval = "5ms"
+
+[plugin_config]
+directory = "/out"
+
+[transforms.add_fields]
+enabled = false
+
+[grants]
+dirs = [{ host = "out", guest = "/out", writable = true }]
+"#;
+
+fn runtime_config(server: &IggyServer) -> String {
+    format!(
+        r#"[http]
+enabled = false
+
+[iggy]
+address = "{address}"
+username = "{USERNAME}"
+password = "{PASSWORD}"
+token = ""
+
+[iggy.tls]
+enabled = false
+ca_file = "core/certs/iggy_ca_cert.pem"
+
+[state]
+path = "local_state"
+
+[connectors]
+config_type = "local"
+config_dir = "connectors"
+
+[logging]
+format = "text"
+"#,
+        address = server.address()
+    )
+}
+
+/// The seqs in the payloads of `messages` (the random source's JSON records).
+fn seqs(messages: &[iggy::prelude::IggyMessage]) -> Vec<u64> {
+    let seq = |payload: &[u8]| serde_json::from_slice::<serde_json::Value>(payload).unwrap()["seq"].as_u64().unwrap();
+    messages.iter().map(|m| seq(&m.payload)).collect()
+}
+
+fn copy(from: &str, to: &Path) {
+    std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+    std::fs::copy(from, to).unwrap();
+}
+
+#[test]
+fn an_iggy_runtime_directory_runs_unchanged_and_prints_as_the_ferry_config_it_means() {
+    let Some(server) =
+        live_server("iggy_drop_in::an_iggy_runtime_directory_runs_unchanged_and_prints_as_the_ferry_config_it_means")
+    else {
+        return;
+    };
+    const COUNT: u64 = 500;
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let client = server.client().await;
+        IggyServer::create_topic(&client, "example_stream", "example_topic").await;
+    });
+    let site = Site::new();
+    copy(RANDOM_SOURCE, &site.path("components/random_source.wasm"));
+    copy(FILE_SINK, &site.path("components/file_sink.wasm"));
+    std::fs::create_dir_all(site.path("out")).unwrap();
+    std::fs::create_dir_all(site.path("connectors")).unwrap();
+    site.config("connectors/random_v0.toml", &random(0, 50));
+    site.config("connectors/random_v1.toml", &random(1, COUNT));
+    site.config("connectors/archive.toml", ARCHIVE);
+    let config = site.config("config.toml", &runtime_config(&server));
+
+    let mut run = Ferry::start(&config, &[]);
+    run.wait_for_line(&["key=archive", "joined consumer group `iggy-connect-sink-archive`"]);
+    until("every record in the sink's files", || written(&site.path("out")).len() as u64 == COUNT);
+    run.signal(Signal::SIGTERM);
+    assert!(run.wait().success(), "{}", run.log());
+
+    // Version 1 ran (version 0 stops at 50); every record reached Iggy and the sink once.
+    let delivered = runtime.block_on(server.read_all("example_stream", "example_topic"));
+    assert_eq!(seqs(&delivered), (0..COUNT).collect::<Vec<_>>());
+    assert_eq!(seqs_once(&written(&site.path("out"))), (0..COUNT).collect());
+
+    // The Ferry config it means, printed, runs as a Ferry config.
+    let printed = ferry(&["config", "from-iggy", config.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&printed.stdout).to_string();
+    assert!(printed.status.success(), "{}", String::from_utf8_lossy(&printed.stderr));
+    for words in
+        ["[[sources]]", "key = \"random\"", "max_count = 500", "consumer_group = \"iggy-connect-sink-archive\""]
+    {
+        assert!(text.contains(words), "{words}:\n{text}");
+    }
+    let native = site.config("ferry.toml", &text);
+    let state = ferry(&["state", "show", native.to_str().unwrap(), "random"]);
+    let shown = String::from_utf8_lossy(&state.stdout);
+    assert!(state.status.success() && shown.contains("500"), "the same state dir, the same cursor: {shown}");
+
+    // A Ferry config is not one to translate.
+    let refused = ferry(&["config", "from-iggy", native.to_str().unwrap()]);
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("not a config file of Iggy's connectors runtime"));
+}
