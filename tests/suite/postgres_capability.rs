@@ -2,8 +2,10 @@
 //! connection queries, executes and runs transactions, every carried type going
 //! both ways; a refused statement is a value naming its SQLSTATE and, in a
 //! transaction, its index, with everything rolled back; a name not granted is
-//! refused and logged; a statement past the call's deadline is cancelled on the
-//! server and comes back as `timed-out`, and the next one works; a wrong password is
+//! refused and logged, and a name the config defines but grants another connector (or
+//! no one) is refused without a connection attempt to its server; a statement past
+//! the call's deadline is cancelled on the server and comes back as `timed-out`, and
+//! the next one works; a wrong password is
 //! a connection error, and no password ever reaches the log; a guest that opens
 //! connections without end is stopped at the instance's handle limit with an error
 //! value, and goes on working once it drops them.
@@ -12,16 +14,23 @@
 //! JSON message, which the test reads back from the local log.
 
 use std::collections::BTreeMap;
+use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
 use ferry::capabilities::postgres::PgPools;
+use ferry::config::Config;
 use ferry::engine::source::SourceConnector;
 use ferry::engine::status::Event;
+use ferry::host::Host;
+use ferry::runtime::Compiler;
+use ferry::store::local_log::LocalLog;
 use ferry_tests::components::PG_PROBE;
-use ferry_tests::harness::Harness;
+use ferry_tests::harness::{Harness, Running};
 use ferry_tests::logs::capture;
 use ferry_tests::postgres_server::{PASSWORD, PgServer};
 use serde_json::{Value as Json, json};
+
+use crate::process::Site;
 
 /// A `pg-probe` source `key` opening `connection`, granted `grants`, running `steps`.
 fn probe(h: &Harness, server: &PgServer, key: &str, connection: &str, grants: &[&str], steps: Json) -> SourceConnector {
@@ -150,6 +159,70 @@ async fn a_connection_not_granted_is_refused_and_logged() {
         assert_eq!(error["message"], expected.as_str());
         let logged = capture().of(key).into_iter().map(|l| l.message).collect::<Vec<_>>();
         assert!(logged.iter().any(|l| l.contains(&expected)), "{key}: {logged:?}");
+    }
+}
+
+/// A `[postgres.NAME]` table pointing at `listener`, a server that is not PostgreSQL
+/// and must never be reached.
+fn listener_toml(name: &str, listener: &TcpListener) -> String {
+    let port = listener.local_addr().unwrap().port();
+    format!("\n[postgres.{name}]\nhost = \"127.0.0.1\"\nport = {port}\ndatabase = \"d\"\nuser = \"u\"\n")
+}
+
+/// A `pg-probe` source `key` in a ferry config, granted `grants`, opening `connection`
+/// for its `steps` (a TOML array).
+fn probe_toml(key: &str, grants: &[&str], connection: &str, steps: &str) -> String {
+    format!(
+        "\n[[sources]]\nkey = \"{key}\"\npath = \"{PG_PROBE}\"\n\n[[sources.streams]]\nstream = \"demo\"\ntopic = \"{key}\"\n\n\
+         [sources.grants]\npostgres = {}\n\n[sources.plugin_config]\nconnection = \"{connection}\"\nsteps = {steps}\n",
+        json!(grants),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_defined_name_not_granted_is_refused_without_a_connection_attempt() {
+    let logs = capture();
+    // Two servers that are listening sockets of the test's own: the kernel completes a
+    // connection to either without anyone accepting, so a pending one shows any attempt.
+    let ours = TcpListener::bind("127.0.0.1:0").unwrap();
+    let other = TcpListener::bind("127.0.0.1:0").unwrap();
+    let steps = r#"[{ query = { sql = "SELECT 1::int8" } }]"#;
+    // `asker` is granted `db` only; alone, and beside `owner`, a connector of the same
+    // ferry granted `other` that never opens it.
+    let owner = probe_toml("owner", &["other"], "other", "[]");
+    for (asker, with_owner) in [("asker-alone", false), ("asker-beside-owner", true)] {
+        let mut connectors = probe_toml(asker, &["db"], "other", steps);
+        if with_owner {
+            connectors.push_str(&owner);
+        }
+        let site = Site::new();
+        let text = [
+            "[state]\npath = \"state\"\n\n[local_log]\npath = \"log\"\n".to_string(),
+            listener_toml("db", &ours),
+            listener_toml("other", &other),
+            connectors,
+        ]
+        .concat();
+        let config = Config::load(&site.config("ferry.toml", &text)).unwrap_or_else(|e| panic!("{asker}: {e}"));
+        let mut running = Running::start(Host::from_config(&config, Compiler::InProcess).unwrap());
+        running.wait_for("the asker's step", |e| matches!(e, Event::Idle { key } if &**key == asker)).await;
+        running.stop().await;
+        let records = LocalLog::read_all(&site.log_dir(), "demo", asker).unwrap();
+        let outcome: Json = serde_json::from_slice(&records[0].payload).unwrap();
+        let expected = "the connection `other` is not in this connector's grants.postgres";
+        assert_eq!(outcome["error"], json!({ "kind": "not-granted", "message": expected }), "{asker}: {outcome}");
+        let logged = logs.of(asker).into_iter().map(|l| l.message).collect::<Vec<_>>();
+        assert!(logged.iter().any(|l| l.contains(expected)), "{asker}: {logged:?}");
+        // The batch has settled: nothing knocked at either server.
+        for (name, listener) in [("db", &ours), ("other", &other)] {
+            listener.set_nonblocking(true).unwrap();
+            let knocked = listener.accept().map(|(_, from)| from);
+            assert_eq!(
+                knocked.map_err(|e| e.kind()),
+                Err(std::io::ErrorKind::WouldBlock),
+                "{asker}: a connection reached `{name}`"
+            );
+        }
     }
 }
 
