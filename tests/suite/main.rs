@@ -24,6 +24,7 @@ mod js_guests;
 mod pooling;
 mod postgres_capability;
 mod postgres_end_to_end;
+mod postgres_numeric;
 mod postgres_server;
 mod postgres_sink;
 mod postgres_sink_columns;

@@ -1,6 +1,6 @@
 //! The host's PostgreSQL import, against a real server of the test's own: a granted
 //! connection queries, executes and runs transactions, every carried type going
-//! both ways; a refused statement is a value naming its SQLSTATE and, in a
+//! both ways (`numeric` as its exact decimal text); a refused statement is a value naming its SQLSTATE and, in a
 //! transaction, its index, with everything rolled back; a name not granted is
 //! refused and logged, and a name the config defines but grants another connector (or
 //! no one) is refused without a connection attempt to its server; a statement past
@@ -108,6 +108,51 @@ async fn a_granted_connection_round_trips_every_carried_type() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn numeric_crosses_exactly_as_decimal_text_both_ways() {
+    let server = PgServer::start();
+    server.execute("CREATE TABLE amounts (id int8 PRIMARY KEY, amount numeric, price numeric(6, 2))").await;
+    let h = Harness::new();
+    let exact = "123456789012345678901234567890.000000001";
+    let tiny = format!("0.{}1", "0".repeat(200));
+    let insert = "INSERT INTO amounts VALUES ($1, $2, $3)";
+    let steps = json!([
+        { "execute": { "sql": insert, "params": [{ "int": 1 }, { "text": exact }, { "text": "-0.5" }] } },
+        { "execute": { "sql": insert, "params": [{ "int": 2 }, { "text": "NaN" }, { "int": 7 }] } },
+        { "execute": { "sql": insert, "params": [{ "int": 3 }, { "text": tiny }, { "null": null }] } },
+        { "query": { "sql": "SELECT amount, price FROM amounts ORDER BY id" } },
+        { "query_packed": { "sql": "SELECT amount, price FROM amounts ORDER BY id" } },
+        // Compared by the server with what was sent: equal to the last digit.
+        { "query": { "sql": "SELECT id FROM amounts WHERE amount = $1", "params": [{ "text": exact }] } },
+        { "execute": { "sql": insert, "params": [{ "int": 4 }, { "text": "twelve" }, { "null": null }] } },
+        { "execute": { "sql": insert, "params": [{ "int": 4 }, { "float": 0.1 }, { "null": null }] } },
+    ]);
+    let outcomes = outcomes(&h, probe(&h, &server, "numeric", "db", &["db"], steps)).await;
+    assert_eq!(
+        outcomes[..3],
+        [json!({ "step": 0, "ok": 1 }), json!({ "step": 1, "ok": 1 }), json!({ "step": 2, "ok": 1 })]
+    );
+    // As PostgreSQL prints them, to their scale: `numeric(6, 2)` shows two places.
+    let expected = json!([
+        [{ "text": exact }, { "text": "-0.50" }],
+        [{ "text": "NaN" }, { "text": "7.00" }],
+        [{ "text": tiny }, { "null": null }],
+    ]);
+    assert_eq!(outcomes[3], json!({ "step": 3, "ok": expected }), "{}", outcomes[3]);
+    assert_eq!(outcomes[4]["ok"]["rows"], expected, "{}", outcomes[4]);
+    assert_eq!(outcomes[5]["ok"], json!([[{ "int": 1 }]]), "{}", outcomes[5]);
+    // Not a number: the server's own refusal, naming the value.
+    let error = &outcomes[6]["error"];
+    assert_eq!((&error["code"], &error["permanent"]), (&json!("22P02"), &json!(true)), "{error}");
+    assert!(error["message"].as_str().unwrap().contains("\"twelve\""), "{error}");
+    // A float has lost digits already: refused, saying how to send it.
+    let error = outcomes[7]["error"]["message"].as_str().unwrap();
+    assert!(
+        error.contains("a float value (cast the parameter in the statement") && error.contains("numeric"),
+        "{error}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_statement_is_a_value_and_a_transaction_rolls_back_whole() {
     let server = PgServer::start();
     server.execute("CREATE TABLE t (id int8 PRIMARY KEY, n int4)").await;
@@ -120,7 +165,7 @@ async fn a_refused_statement_is_a_value_and_a_transaction_rolls_back_whole() {
         { "execute": { "sql": "INSERT INTO t VALUES ($1, $2)", "params": [{ "int": 1 }, { "int": 1_i64 << 40 }] } },
         { "execute": { "sql": "INSERT INTO t VALUES ($1, $2)", "params": [{ "int": 1 }, { "text": "x" }] } },
         { "query": { "sql": "SELECT nope FROM t" } },
-        { "query": { "sql": "SELECT 1::numeric" } },
+        { "query": { "sql": "SELECT current_date AS today" } },
         { "execute": { "sql": "INSERT INTO t VALUES ($1, 1)", "params": [{ "int": 3 }] } },
     ]);
     let outcomes = outcomes(&h, probe(&h, &server, "refusals", "db", &["db"], steps)).await;
@@ -134,7 +179,11 @@ async fn a_refused_statement_is_a_value_and_a_transaction_rolls_back_whole() {
     assert!(error(1)["message"].as_str().unwrap().contains("an int out of range for a parameter of type int4"));
     assert!(error(2)["message"].as_str().unwrap().contains("a text value (cast the parameter in the statement"));
     assert_eq!((&error(3)["code"], &error(3)["permanent"]), (&json!("42703"), &json!(true)), "{}", outcomes[3]);
-    assert!(error(4)["message"].as_str().unwrap().contains("cast it in the query"), "{}", outcomes[4]);
+    let uncarried = error(4)["message"].as_str().unwrap().to_string();
+    assert!(
+        uncarried.contains("column `today` is of type date") && uncarried.contains("cast it in the query"),
+        "{uncarried}"
+    );
     assert_eq!(outcomes[5], json!({ "step": 5, "ok": 1 }), "the connection still works after each refusal");
     assert_eq!(server.query_i64s("SELECT id FROM t ORDER BY id").await, [3], "the transaction left nothing");
     let warnings: Vec<String> = capture().of("refusals").into_iter().map(|l| l.message).collect();

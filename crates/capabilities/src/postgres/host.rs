@@ -16,7 +16,7 @@ use ferry_contract::wit::postgres::{
     self, Connection, Error, Host, HostConnection, PackedRows, Refusal, Rows, Statement, Value,
 };
 use futures::{StreamExt, pin_mut};
-use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
+use tokio_postgres::types::{Format, IsNull, ToSql, Type, to_sql_checked};
 use tokio_postgres::{NoTls, Statement as Prepared};
 use wasmtime::component::{HasData, Linker, Resource, ResourceTable, ResourceTableError};
 
@@ -276,6 +276,7 @@ fn readable(ty: &Type) -> bool {
         Type::BPCHAR,
         Type::NAME,
         Type::UNKNOWN,
+        Type::NUMERIC,
         Type::BYTEA,
         Type::JSON,
         Type::JSONB,
@@ -334,6 +335,16 @@ impl ToSql for Param<'_> {
                 out.put_slice(v.as_bytes());
                 Ok(IsNull::No)
             }
+            // Sent as text (see `encode_format`), parsed by the server's own `numeric_in`:
+            // exact to the last digit, and a malformed number refused by the server (22P02).
+            (Value::Text(v), &Type::NUMERIC) => {
+                out.put_slice(v.as_bytes());
+                Ok(IsNull::No)
+            }
+            (Value::Int(v), &Type::NUMERIC) => {
+                out.put_slice(v.to_string().as_bytes());
+                Ok(IsNull::No)
+            }
             (Value::Bytes(v), &Type::BYTEA) => v.as_slice().to_sql(ty, out),
             (Value::Timestamp(micros), &Type::TIMESTAMP | &Type::TIMESTAMPTZ) => {
                 let since_2000 =
@@ -359,6 +370,15 @@ impl ToSql for Param<'_> {
     fn accepts(_: &Type) -> bool {
         // Whether the value fits is decided per value in `to_sql`, with a clear error.
         true
+    }
+
+    fn encode_format(&self, ty: &Type) -> Format {
+        // A `numeric` goes as its decimal text, which no float ever touches.
+        if *ty == Type::NUMERIC && matches!(self.0, Value::Text(_) | Value::Int(_)) {
+            Format::Text
+        } else {
+            Format::Binary
+        }
     }
 
     to_sql_checked!();
@@ -437,5 +457,23 @@ mod tests {
         Param(&Value::Json("{}".into())).to_sql(&Type::JSONB, &mut out).unwrap();
         assert_eq!(&out[..], b"\x01{}");
         assert!(matches!(Param(&Value::Null).to_sql(&Type::UUID, &mut out), Ok(IsNull::Yes)));
+    }
+
+    #[test]
+    fn a_numeric_parameter_is_sent_as_its_exact_text_never_as_a_float() {
+        let exact = "123456789012345678901234567890.000000001";
+        let mut out = BytesMut::new();
+        let text = Value::Text(exact.into());
+        assert!(matches!(Param(&text).encode_format(&Type::NUMERIC), Format::Text));
+        Param(&text).to_sql(&Type::NUMERIC, &mut out).unwrap();
+        assert_eq!(&out[..], exact.as_bytes());
+        out.clear();
+        Param(&Value::Int(-7)).to_sql(&Type::NUMERIC, &mut out).unwrap();
+        assert_eq!(&out[..], b"-7");
+        // A float has lost the digits already: refused, naming the way to say it exactly.
+        let error = Param(&Value::Float(0.1)).to_sql(&Type::NUMERIC, &mut out).err().unwrap().to_string();
+        assert!(error.contains("a float value (cast the parameter in the statement"), "{error}");
+        // Other types keep the binary form.
+        assert!(matches!(Param(&text).encode_format(&Type::TEXT), Format::Binary));
     }
 }

@@ -9,10 +9,12 @@
 //! * `config.rs`: `[postgres.NAME]`, a server as the operator defines it;
 //! * `pools.rs`: the pools of one connector, one per server it is granted;
 //! * `host.rs`: the interface's calls, each within the guest's call deadline;
-//! * `rows.rs`: a query's rows packed into one buffer as they arrive.
+//! * `rows.rs`: a query's rows packed into one buffer as they arrive;
+//! * `numeric.rs`: `numeric` carried exactly, as decimal text.
 
 mod config;
 mod host;
+mod numeric;
 mod pools;
 mod rows;
 
