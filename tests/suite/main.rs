@@ -29,6 +29,7 @@ mod postgres_server;
 mod postgres_sink;
 mod postgres_sink_columns;
 mod postgres_source;
+mod postgres_tls;
 mod process;
 mod python_guests;
 mod readme;

@@ -20,6 +20,7 @@ use tokio_postgres::types::{Format, IsNull, ToSql, Type, to_sql_checked};
 use tokio_postgres::{NoTls, Statement as Prepared};
 use wasmtime::component::{HasData, Linker, Resource, ResourceTable, ResourceTableError};
 
+use super::tls::PgTls;
 use super::{POSTGRES_EPOCH_MICROS, PgState, rows};
 use crate::GuestData;
 use crate::logging::GuestLog;
@@ -32,6 +33,8 @@ const MAX_CACHED_STATEMENTS: usize = 256;
 struct PgConnection {
     name: String,
     pool: Pool,
+    /// The server's TLS, for a cancel request (it goes over a connection of its own).
+    tls: Option<PgTls>,
     client: Option<Object>,
 }
 
@@ -73,12 +76,12 @@ impl Host for PostgresView<'_> {}
 
 impl HostConnection for PostgresView<'_> {
     async fn open(&mut self, name: String) -> Result<Resource<Connection>, Error> {
-        let Some(pool) = self.state.pools.get(&name) else {
+        let Some(served) = self.state.pools.get(&name) else {
             let problem = format!("the connection `{name}` is not in this connector's grants.postgres");
             self.log.host_warning(&format!("postgres: {problem}"));
             return Err(Error::NotGranted(problem));
         };
-        let connection = PgConnection { name, pool: pool.clone(), client: None };
+        let connection = PgConnection { name, pool: served.pool.clone(), tls: served.tls.clone(), client: None };
         let pushed = self.table.push(connection).map_err(|e| {
             let problem = match e {
                 ResourceTableError::Full => format!(
@@ -159,7 +162,7 @@ impl PostgresView<'_> {
         let name = connection.name.clone();
         let outcome = tokio::time::timeout(budget, async {
             if connection.client.is_none() {
-                let client = connection.pool.get().await.map_err(connect_error)?;
+                let client = connection.pool.get().await.map_err(|e| connect_error(&connection.name, e))?;
                 connection.client = Some(client);
             }
             work(connection.client.as_mut().expect("a client was just taken from the pool")).await
@@ -170,7 +173,13 @@ impl PostgresView<'_> {
             Err(_) => {
                 if let Some(client) = &connection.client {
                     let cancel = client.cancel_token();
-                    tokio::spawn(async move { cancel.cancel_query(NoTls).await });
+                    let tls = connection.tls.clone();
+                    tokio::spawn(async move {
+                        match tls {
+                            Some(tls) => cancel.cancel_query(tls).await,
+                            None => cancel.cancel_query(NoTls).await,
+                        }
+                    });
                 }
                 Err(Error::TimedOut(format!(
                     "the {what} ran past the call's deadline ({budget:?} were left of limits.call_timeout) and was \
@@ -407,16 +416,34 @@ fn classify(error: tokio_postgres::Error, statement: Option<usize>) -> Error {
     Error::Connection(format!("{error}"))
 }
 
-/// Why no connection could be had: the server's own words when it refused (a wrong
-/// password, an unknown database), always a connection problem for the guest.
-fn connect_error(error: deadpool_postgres::PoolError) -> Error {
-    match error {
+/// Why no connection could be had to the server `name`: the server's own words when it
+/// refused (a wrong password, an unknown database), or the driver's (no TLS offered, a
+/// certificate not trusted); always a connection problem for the guest.
+fn connect_error(name: &str, error: deadpool_postgres::PoolError) -> Error {
+    let why = match error {
         deadpool_postgres::PoolError::Backend(e) => match e.as_db_error() {
-            Some(db) => Error::Connection(format!("cannot connect: {} ({})", db.message(), db.code().code())),
-            None => Error::Connection(format!("cannot connect: {e}")),
+            Some(db) => format!("{} ({})", db.message(), db.code().code()),
+            None => with_causes(&e),
         },
-        other => Error::Connection(format!("cannot connect: {other}")),
+        other => with_causes(&other),
+    };
+    Error::Connection(format!("cannot connect to `{name}`: {why}"))
+}
+
+/// `error` and what caused it, each after a colon: the driver says "error performing
+/// TLS handshake" and keeps the why (no TLS offered, a certificate refused) in its source.
+fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(inner) = cause {
+        let said = inner.to_string();
+        if !text.ends_with(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        cause = inner.source();
     }
+    text
 }
 
 /// One line on an error, for the log.

@@ -10,13 +10,15 @@
 //! * `pools.rs`: the pools of one connector, one per server it is granted;
 //! * `host.rs`: the interface's calls, each within the guest's call deadline;
 //! * `rows.rs`: a query's rows packed into one buffer as they arrive;
-//! * `numeric.rs`: `numeric` carried exactly, as decimal text.
+//! * `numeric.rs`: `numeric` carried exactly, as decimal text;
+//! * `tls.rs`: TLS to a server (`tls = "require"`), its certificate always verified.
 
 mod config;
 mod host;
 mod numeric;
 mod pools;
 mod rows;
+mod tls;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -24,7 +26,7 @@ use std::path::PathBuf;
 use ferry_contract::settings::{SecretSource, valid_key};
 use wasmtime::component::Linker;
 
-pub use config::{MAX_CONNECTIONS, PostgresServer};
+pub use config::{MAX_CONNECTIONS, PostgresServer, TlsMode};
 pub use host::PostgresView;
 pub use pools::PgPools;
 
@@ -67,11 +69,18 @@ impl Capability for Postgres {
         Err(("grants.postgres", format!("no [postgres.{name}] is defined (defined: {defined})")))
     }
 
+    /// Each server's password file and `ca_file`: resolved against the config's
+    /// directory, and kept from every guest (whoever writes a CA file decides which
+    /// server ferry trusts).
     fn section_paths(servers: &mut Self::Section) -> Vec<&mut PathBuf> {
-        let passwords = servers.values_mut().filter_map(|server| server.password.as_mut());
-        passwords
-            .filter_map(|password| if let SecretSource::File(path) = password { Some(path) } else { None })
-            .collect()
+        let mut paths = Vec::new();
+        for server in servers.values_mut() {
+            if let Some(SecretSource::File(path)) = server.password.as_mut() {
+                paths.push(path);
+            }
+            paths.extend(server.ca_file.as_mut());
+        }
+        paths
     }
 
     fn verdict(import: &Import<'_>, names: &Vec<String>) -> Option<Verdict> {
