@@ -287,13 +287,35 @@ mod tests {
             let error = refused(site.path(), &source("evil", None, &[(host, true)]));
             let named = format!("sources[0] (key `evil`): grants.dirs: {}", site.path().join(host).display());
             assert!(error.contains(&named), "{host}: {error}");
-            assert!(error.contains(&format!("writable {relation} the local log ([local_log] path)")), "{host}: {error}");
+            assert!(
+                error.contains(&format!("writable {relation} the local log ([local_log] path)")),
+                "{host}: {error}"
+            );
             assert!(error.contains(&format!("real path {}", log.display())), "{host}: {error}");
             assert!(error.contains("records and cursors"), "{error}");
         }
         // A parent holds the state directory first of all.
         let error = refused(site.path(), &source("evil", None, &[(".", true)]));
         assert!(error.contains("holds the state directory ([state] path)"), "{error}");
+    }
+
+    #[test]
+    fn a_grant_reaching_a_postgres_ca_file_is_refused() {
+        let site = site();
+        std::fs::create_dir(site.path().join("shared/certs")).unwrap();
+        let ca = rcgen::generate_simple_self_signed(vec!["db".to_string()]).unwrap().cert.pem();
+        std::fs::write(site.path().join("shared/certs/db-ca.pem"), ca).unwrap();
+        // Relative to the config's directory, as a password file is.
+        let server =
+            "[postgres.db]\nhost = \"db\"\ndatabase = \"d\"\nuser = \"u\"\nca_file = \"shared/certs/db-ca.pem\"\n";
+        let config = load(site.path(), &format!("{server}{}", source("fine", None, &[("data", true)]))).unwrap();
+        assert_eq!(config.sections.postgres["db"].ca_file, Some(site.path().join("shared/certs/db-ca.pem")));
+        // Whoever writes it decides which server ferry trusts; reading is refused too.
+        for writable in [true, false] {
+            let error = refused(site.path(), &format!("{server}{}", source("evil", None, &[("shared", writable)])));
+            assert!(error.contains("holds a file of a capability's section (a password or certificate)"), "{error}");
+            assert!(error.contains("db-ca.pem"), "{error}");
+        }
     }
 
     #[test]
@@ -315,7 +337,8 @@ mod tests {
         // The config file, and the files of the host's own keys.
         std::fs::create_dir(site.path().join("conf")).unwrap();
         let config = site.path().join("conf/ferry.toml");
-        let text = format!("[http]\napi_key = {{ file = \"data/api-key\" }}\n{}", source("a", None, &[("data", false)]));
+        let text =
+            format!("[http]\napi_key = {{ file = \"data/api-key\" }}\n{}", source("a", None, &[("data", false)]));
         let error = refused(site.path(), &text);
         assert!(error.contains("holds [http] api_key's file") && error.contains("a secret of the host's"), "{error}");
         let elsewhere = "[state]\npath = \"../state\"\n[local_log]\npath = \"../log\"\n";
