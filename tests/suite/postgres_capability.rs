@@ -303,6 +303,44 @@ async fn a_statement_past_the_call_deadline_is_cancelled_and_the_next_one_works(
     assert_eq!(instances.len(), 1, "no trap, no restart: {instances:?}");
 }
 
+/// The most this process has held in memory so far (VmHWM), in bytes.
+fn high_water_mark() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).expect("VmHWM in /proc/self/status");
+    let kib: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    kib * 1024
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_result_past_the_batch_limit_is_refused_naming_it_and_the_next_query_works() {
+    const VALUE: u64 = 300 * 1024 * 1024;
+    let server = PgServer::start();
+    let h = Harness::new();
+    let steps = json!([
+        { "query": { "sql": "SELECT n::int8 FROM generate_series(1, 10000000) AS n" } },
+        { "query_packed": { "sql": format!("SELECT repeat('x', {VALUE}) AS big") } },
+        { "query": { "sql": "SELECT 41 + 1" } },
+    ]);
+    let mut source = probe(&h, &server, "huge", "db", &["db"], steps);
+    // Time is bounded by the call's deadline; here it is long enough for a loaded machine.
+    source.sandbox.limits.call_timeout = Duration::from_secs(60);
+    let limit = source.sandbox.limits.max_batch_bytes.bytes();
+    let before = high_water_mark();
+    let outcomes = outcomes(&h, source).await;
+    let grown = high_water_mark().saturating_sub(before);
+    for (step, what) in [(0, "10 M rows"), (1, "a value of 300 MiB")] {
+        let error = &outcomes[step]["error"];
+        assert_eq!((&error["kind"], &error["code"]), (&json!("refused"), &json!("54000")), "{what}: {error}");
+        let message = error["message"].as_str().unwrap();
+        assert!(message.contains(&format!("over {limit} bytes (limits.max_batch_bytes)")), "{what}: {message}");
+    }
+    assert_eq!(outcomes[2], json!({ "step": 2, "ok": [[{ "int": 42 }]] }), "the next query works");
+    // The driver holds the one huge row whole (PostgreSQL caps a value at 1 GB) while
+    // its buffer grows; the host makes no copy of it, nor keeps the 10 M rows.
+    eprintln!("high-water mark grew by {} MiB", grown >> 20);
+    assert!(grown < 2 * VALUE, "the host held {} MiB for a value of {} MiB", grown >> 20, VALUE >> 20);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wrong_password_is_a_connection_error_and_no_password_is_logged() {
     let server = PgServer::start();

@@ -188,8 +188,11 @@ impl PostgresView<'_> {
             }
         };
         if let Err(error) = &result {
-            if !matches!(error, Error::Refused(r) if r.statement.is_none()) {
-                // Broken, timed out, or refused inside a transaction: start afresh.
+            let kept = matches!(error, Error::Refused(r) if r.statement.is_none() && r.code != TOO_BIG);
+            if !kept {
+                // Broken, timed out, refused inside a transaction, or with the rest of a
+                // result too big still coming (closing the connection stops the server
+                // sending it): start afresh.
                 connection.client.take().map(Object::take);
             }
             self.log.host_warning(&format!("postgres `{name}`: {what} failed: {}", describe(error)));
@@ -240,7 +243,15 @@ async fn prepare(
     Ok(prepared)
 }
 
+/// The SQLSTATE of a result refused for its size (PostgreSQL's "program limit exceeded").
+const TOO_BIG: &str = "54000";
+
 /// Run a query, packing its rows as they come, refusing a result past `max` bytes.
+///
+/// A row is measured before it is packed, so that one past the limit is refused
+/// without a second copy of it. The driver has already read that row whole (one
+/// `DataRow` message: a value may be up to 1 GB, PostgreSQL's own limit), and that is
+/// the most the host holds of a result beyond `max`.
 async fn query(
     client: &deadpool_postgres::ClientWrapper,
     sql: &str,
@@ -252,19 +263,25 @@ async fn query(
     let stream = client.query_raw(&prepared, as_params(params)).await.map_err(|e| classify(e, None))?;
     pin_mut!(stream);
     let mut packer = rows::Packer::default();
+    let too_big = |rows: u32| {
+        Error::Refused(Refusal {
+            message: format!(
+                "the result is over {max} bytes (limits.max_batch_bytes) after {rows} rows: ask for fewer (LIMIT)"
+            ),
+            code: TOO_BIG.into(),
+            permanent: true,
+            statement: None,
+        })
+    };
     while let Some(row) = stream.next().await {
         let row = row.map_err(|e| classify(e, None))?;
+        if packer.data.len() as u64 + rows::raw_size(&row) > max {
+            return Err(too_big(packer.count));
+        }
         let before = packer.count;
         packer.push(&row).map_err(|e| classify(e, None))?;
         if packer.data.len() as u64 > max {
-            return Err(Error::Refused(Refusal {
-                message: format!(
-                    "the result is over {max} bytes (limits.max_batch_bytes) after {before} rows: ask for fewer (LIMIT)"
-                ),
-                code: "54000".into(),
-                permanent: true,
-                statement: None,
-            }));
+            return Err(too_big(before));
         }
     }
     Ok(PackedRows { columns, count: packer.count, data: packer.data })

@@ -141,6 +141,28 @@ impl Reader<'_> {
     }
 }
 
+/// The bytes the server sent for `row`'s values, what packing it costs at least.
+pub fn raw_size(row: &Row) -> u64 {
+    (0..row.len()).map(|i| row.try_get::<_, RawSize>(i).map_or(0, |size| size.0)).sum()
+}
+
+/// The size of a value as the server sent it, of any type (NULL: none).
+struct RawSize(u64);
+
+impl<'a> FromSql<'a> for RawSize {
+    fn from_sql(_: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(RawSize(raw.len() as u64))
+    }
+
+    fn from_sql_null(_: &Type) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(RawSize(0))
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+}
+
 /// A `json` or `jsonb` column's document, as text borrowed from the row.
 pub struct JsonText<'a>(pub &'a [u8]);
 
