@@ -1,12 +1,14 @@
 //! The host's PostgreSQL import, against a real server of the test's own: a granted
 //! connection queries, executes and runs transactions, every carried type going
-//! both ways (`numeric` as its exact decimal text); a refused statement is a value naming its SQLSTATE and, in a
-//! transaction, its index, with everything rolled back; a name not granted is
-//! refused and logged, and a name the config defines but grants another connector (or
-//! no one) is refused without a connection attempt to its server; a statement past
-//! the call's deadline is cancelled on the server and comes back as `timed-out`, and
-//! the next one works; a wrong password is
-//! a connection error, and no password ever reaches the log; a guest that opens
+//! both ways (`numeric` as its exact decimal text); a refused statement is a value
+//! naming its SQLSTATE and, in a transaction, its index, with everything rolled
+//! back; a name not granted is refused and logged, and a name the config defines
+//! but grants another connector (or no one) is refused without a connection attempt
+//! to its server; a statement past the call's deadline is cancelled on the server
+//! and comes back as `timed-out`, and the next one works; a result past
+//! `limits.max_batch_bytes` (10 M rows, one value of 300 MiB) is refused naming the
+//! limit, with no copy of the huge row, and the next query works; a wrong password
+//! is a connection error, and no password ever reaches the log; a guest that opens
 //! connections without end is stopped at the instance's handle limit with an error
 //! value, and goes on working once it drops them.
 //!
@@ -335,10 +337,11 @@ async fn a_result_past_the_batch_limit_is_refused_naming_it_and_the_next_query_w
         assert!(message.contains(&format!("over {limit} bytes (limits.max_batch_bytes)")), "{what}: {message}");
     }
     assert_eq!(outcomes[2], json!({ "step": 2, "ok": [[{ "int": 42 }]] }), "the next query works");
-    // The driver holds the one huge row whole (PostgreSQL caps a value at 1 GB) while
-    // its buffer grows; the host makes no copy of it, nor keeps the 10 M rows.
+    // The driver holds the one huge row whole (PostgreSQL caps a value at 1 GB); the
+    // host makes no copy of it (with one, the mark grew by 604 MiB; without, by 319),
+    // nor keeps the 10 M rows. The margin allows for tests running beside this one.
     eprintln!("high-water mark grew by {} MiB", grown >> 20);
-    assert!(grown < 2 * VALUE, "the host held {} MiB for a value of {} MiB", grown >> 20, VALUE >> 20);
+    assert!(grown < VALUE * 3 / 2, "the host held {} MiB for a value of {} MiB", grown >> 20, VALUE >> 20);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
