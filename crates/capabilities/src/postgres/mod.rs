@@ -110,15 +110,39 @@ impl Capability for Postgres {
         granted.filter_map(|server| server.password.as_ref()?.read().ok()).collect()
     }
 
-    /// The definition of each server granted, and its password's value: a rotated
-    /// password is a change.
+    /// The definition of each server granted, its password's value and its CA file's
+    /// certificates: a rotated password or CA is a change.
     fn reach(names: &Vec<String>, servers: &Self::Section) -> String {
         let mut reach = String::new();
         for name in names {
             let server = servers.get(name);
             let password = server.and_then(|s| s.password.as_ref()).map(|p| p.read());
-            reach.push_str(&format!("{name} {server:?} {password:?}\n"));
+            let ca = server.and_then(|s| s.ca_file.as_ref()).map(|path| tls::read_ca_file(path));
+            reach.push_str(&format!("{name} {server:?} {password:?} {ca:?}\n"));
         }
         reach
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rotated_ca_file_changes_what_a_grant_reaches() {
+        let dir = std::env::temp_dir().join(format!("ferry-pg-reach-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ca = dir.join("ca.pem");
+        let pem = |body: &str| format!("-----BEGIN CERTIFICATE-----\n{body}\n-----END CERTIFICATE-----\n");
+        let text =
+            format!("[db]\nhost = \"h\"\ndatabase = \"d\"\nuser = \"u\"\nca_file = {:?}\n", ca.display().to_string());
+        let servers: BTreeMap<String, PostgresServer> = toml::from_str(&text).unwrap();
+        let names = vec!["db".to_string()];
+        std::fs::write(&ca, pem("AAEC")).unwrap();
+        let before = Postgres::reach(&names, &servers);
+        std::fs::write(&ca, pem("AwQF")).unwrap();
+        let after = Postgres::reach(&names, &servers);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_ne!(before, after, "a reload would keep trusting the old CA");
     }
 }
