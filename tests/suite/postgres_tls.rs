@@ -1,9 +1,9 @@
 //! TLS to PostgreSQL (`tls = "require"`, `ca_file`), against a server of the test's
 //! own started with `ssl = on` and a certificate the test made: trusted through
 //! `ca_file`, a connection is inside TLS and round-trips; a certificate of another
-//! authority is refused, naming the server and that it was not trusted; and a server
-//! that offers no TLS is refused when TLS is required. Each refusal is a `connection`
-//! error value for the guest.
+//! authority, or of the trusted one for another host, is refused, naming the server
+//! and that it was not trusted; and a server that offers no TLS is refused when TLS
+//! is required. Each refusal is a `connection` error value for the guest.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -17,7 +17,12 @@ use serde_json::{Value as Json, json};
 
 /// A self-signed certificate for 127.0.0.1 by the authority `who`, and its key, in PEM.
 fn certificate(who: &str) -> (String, String) {
-    let mut params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
+    certificate_for(who, "127.0.0.1")
+}
+
+/// A self-signed certificate for `host` by the authority `who`, and its key, in PEM.
+fn certificate_for(who: &str, host: &str) -> (String, String) {
+    let mut params = rcgen::CertificateParams::new(vec![host.to_string()]).unwrap();
     params.distinguished_name.push(rcgen::DnType::CommonName, who);
     let key = rcgen::KeyPair::generate().unwrap();
     (params.self_signed(&key).unwrap().pem(), key.serialize_pem())
@@ -83,6 +88,23 @@ async fn a_certificate_of_another_authority_is_refused_as_not_trusted() {
     assert!(message.contains("cannot connect to `db`"), "{message}");
     assert!(message.contains("the server's certificate was not trusted"), "{message}");
     assert!(message.contains(&format!("the ca_file {}", h.dir.path().join("ca.pem").display())), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_certificate_for_another_host_is_refused_though_its_authority_is_trusted() {
+    let (cert, key) = certificate_for("the server's own", "db.internal");
+    let server = PgServer::start_with_tls(&cert, &key);
+    let h = Harness::new();
+    let steps = json!([{ "query": { "sql": IN_TLS } }]);
+    let outcomes = outcomes(&h, "misnamed", with_tls(&server, h.dir.path(), Some(&cert)), steps).await;
+    let error = &outcomes[0]["error"];
+    assert_eq!(error["kind"], "connection", "{}", outcomes[0]);
+    let message = error["message"].as_str().unwrap();
+    assert!(
+        message.contains("cannot connect to `db`") && message.contains("not trusted (NotValidForName"),
+        "{message}"
+    );
+    assert!(message.contains("name the host `127.0.0.1`"), "{message}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
