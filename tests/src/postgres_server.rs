@@ -6,6 +6,9 @@
 //! must give the password ([`PASSWORD`], checked with SCRAM), so a test can also see a
 //! wrong one refused.
 //!
+//! [`PgServer::start_with_tls`] starts one with `ssl = on` and a certificate the test
+//! made, for TLS tests; TCP connections may then be in TLS or not, as the client asks.
+//!
 //! `initdb` and `postgres` refuse to run as root; when the tests run as root (as CI
 //! does) the server runs as [`SERVER_USER`]. `scripts/setup-postgres` installs the
 //! server and creates that user. Without them the tests fail and say so: they are
@@ -51,6 +54,8 @@ pub struct PgServer {
     port: u16,
     /// The uid and gid the server runs as, when not the tests' own.
     run_as: Option<(u32, u32)>,
+    /// Whether it serves TLS, with `server.crt` and `server.key` in `dir`.
+    tls: bool,
     child: Option<Child>,
 }
 
@@ -73,6 +78,8 @@ impl PgServer {
             password: Some(ferry::config::SecretSource::File(file)),
             max_connections: 2,
             connect_timeout: Duration::from_secs(5),
+            tls: None,
+            ca_file: None,
         }
     }
 
@@ -93,11 +100,24 @@ impl PgServer {
 
     /// A new cluster, started and accepting connections.
     pub fn start() -> PgServer {
+        Self::start_serving(None)
+    }
+
+    /// A new cluster serving TLS (`ssl = on`) with the certificate `cert_pem` (for
+    /// 127.0.0.1) and its key `key_pem`, started and accepting connections.
+    pub fn start_with_tls(cert_pem: &str, key_pem: &str) -> PgServer {
+        Self::start_serving(Some((cert_pem, key_pem)))
+    }
+
+    fn start_serving(tls: Option<(&str, &str)>) -> PgServer {
         let bin = binaries();
         let run_as = server_user();
         let dir = tempfile::Builder::new().prefix("ferry-pg-").tempdir().expect("a temporary directory");
-        let mut server = PgServer { bin, dir, port: 0, run_as, child: None };
+        let mut server = PgServer { bin, dir, port: 0, run_as, tls: tls.is_some(), child: None };
         server.init();
+        if let Some((cert, key)) = tls {
+            server.write_tls_files(cert, key);
+        }
         for _ in 0..PORT_TRIES {
             server.port = free_port();
             match server.spawn() {
@@ -145,6 +165,20 @@ impl PgServer {
         );
     }
 
+    /// The certificate and key the server reads: its own files, the key readable by it
+    /// alone (the server refuses a key others can read).
+    fn write_tls_files(&self, cert: &str, key: &str) {
+        use std::os::unix::fs::PermissionsExt;
+        for (name, pem) in [("server.crt", cert), ("server.key", key)] {
+            let path = self.dir.path().join(name);
+            fs::write(&path, pem).expect("the server's TLS files");
+            fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).expect("the TLS files' mode");
+            if let Some((uid, gid)) = self.run_as {
+                std::os::unix::fs::chown(&path, Some(uid), Some(gid)).expect("the server's user owns its TLS files");
+            }
+        }
+    }
+
     /// Start `postgres` on `self.port` and wait until it accepts connections, or return
     /// what it logged if it exits first.
     fn spawn(&mut self) -> Result<(), String> {
@@ -162,6 +196,7 @@ impl PgServer {
             .arg("-k")
             .arg(self.dir.path())
             .args(["-c", "listen_addresses=127.0.0.1"])
+            .args(self.tls_settings())
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("the server's log file"))
             .stderr(log)
@@ -184,6 +219,20 @@ impl PgServer {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// The settings that make the server serve TLS, if it does.
+    fn tls_settings(&self) -> Vec<String> {
+        if !self.tls {
+            return Vec::new();
+        }
+        let file = |name: &str| self.dir.path().join(name).display().to_string();
+        let settings = [
+            "ssl=on".to_string(),
+            format!("ssl_cert_file={}", file("server.crt")),
+            format!("ssl_key_file={}", file("server.key")),
+        ];
+        settings.into_iter().flat_map(|setting| ["-c".to_string(), setting]).collect()
     }
 
     /// One of the server's programs, run as the server's user, in its directory.

@@ -1,10 +1,14 @@
 //! The host's PostgreSQL import, against a real server of the test's own: a granted
 //! connection queries, executes and runs transactions, every carried type going
-//! both ways; a refused statement is a value naming its SQLSTATE and, in a
-//! transaction, its index, with everything rolled back; a name not granted is
-//! refused and logged; a statement past the call's deadline is cancelled on the
-//! server and comes back as `timed-out`, and the next one works; a wrong password is
-//! a connection error, and no password ever reaches the log; a guest that opens
+//! both ways (`numeric` as its exact decimal text); a refused statement is a value
+//! naming its SQLSTATE and, in a transaction, its index, with everything rolled
+//! back; a name not granted is refused and logged, and a name the config defines
+//! but grants another connector (or no one) is refused without a connection attempt
+//! to its server; a statement past the call's deadline is cancelled on the server
+//! and comes back as `timed-out`, and the next one works; a result past
+//! `limits.max_batch_bytes` (10 M rows, one value of 300 MiB) is refused naming the
+//! limit, with no copy of the huge row, and the next query works; a wrong password
+//! is a connection error, and no password ever reaches the log; a guest that opens
 //! connections without end is stopped at the instance's handle limit with an error
 //! value, and goes on working once it drops them.
 //!
@@ -12,16 +16,23 @@
 //! JSON message, which the test reads back from the local log.
 
 use std::collections::BTreeMap;
+use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
 use ferry::capabilities::postgres::PgPools;
+use ferry::config::Config;
 use ferry::engine::source::SourceConnector;
 use ferry::engine::status::Event;
+use ferry::host::Host;
+use ferry::runtime::Compiler;
+use ferry::store::local_log::LocalLog;
 use ferry_tests::components::PG_PROBE;
-use ferry_tests::harness::Harness;
+use ferry_tests::harness::{Harness, Running};
 use ferry_tests::logs::capture;
 use ferry_tests::postgres_server::{PASSWORD, PgServer};
 use serde_json::{Value as Json, json};
+
+use crate::process::Site;
 
 /// A `pg-probe` source `key` opening `connection`, granted `grants`, running `steps`.
 fn probe(h: &Harness, server: &PgServer, key: &str, connection: &str, grants: &[&str], steps: Json) -> SourceConnector {
@@ -99,6 +110,51 @@ async fn a_granted_connection_round_trips_every_carried_type() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn numeric_crosses_exactly_as_decimal_text_both_ways() {
+    let server = PgServer::start();
+    server.execute("CREATE TABLE amounts (id int8 PRIMARY KEY, amount numeric, price numeric(6, 2))").await;
+    let h = Harness::new();
+    let exact = "123456789012345678901234567890.000000001";
+    let tiny = format!("0.{}1", "0".repeat(200));
+    let insert = "INSERT INTO amounts VALUES ($1, $2, $3)";
+    let steps = json!([
+        { "execute": { "sql": insert, "params": [{ "int": 1 }, { "text": exact }, { "text": "-0.5" }] } },
+        { "execute": { "sql": insert, "params": [{ "int": 2 }, { "text": "NaN" }, { "int": 7 }] } },
+        { "execute": { "sql": insert, "params": [{ "int": 3 }, { "text": tiny }, { "null": null }] } },
+        { "query": { "sql": "SELECT amount, price FROM amounts ORDER BY id" } },
+        { "query_packed": { "sql": "SELECT amount, price FROM amounts ORDER BY id" } },
+        // Compared by the server with what was sent: equal to the last digit.
+        { "query": { "sql": "SELECT id FROM amounts WHERE amount = $1", "params": [{ "text": exact }] } },
+        { "execute": { "sql": insert, "params": [{ "int": 4 }, { "text": "twelve" }, { "null": null }] } },
+        { "execute": { "sql": insert, "params": [{ "int": 4 }, { "float": 0.1 }, { "null": null }] } },
+    ]);
+    let outcomes = outcomes(&h, probe(&h, &server, "numeric", "db", &["db"], steps)).await;
+    assert_eq!(
+        outcomes[..3],
+        [json!({ "step": 0, "ok": 1 }), json!({ "step": 1, "ok": 1 }), json!({ "step": 2, "ok": 1 })]
+    );
+    // As PostgreSQL prints them, to their scale: `numeric(6, 2)` shows two places.
+    let expected = json!([
+        [{ "text": exact }, { "text": "-0.50" }],
+        [{ "text": "NaN" }, { "text": "7.00" }],
+        [{ "text": tiny }, { "null": null }],
+    ]);
+    assert_eq!(outcomes[3], json!({ "step": 3, "ok": expected }), "{}", outcomes[3]);
+    assert_eq!(outcomes[4]["ok"]["rows"], expected, "{}", outcomes[4]);
+    assert_eq!(outcomes[5]["ok"], json!([[{ "int": 1 }]]), "{}", outcomes[5]);
+    // Not a number: the server's own refusal, naming the value.
+    let error = &outcomes[6]["error"];
+    assert_eq!((&error["code"], &error["permanent"]), (&json!("22P02"), &json!(true)), "{error}");
+    assert!(error["message"].as_str().unwrap().contains("\"twelve\""), "{error}");
+    // A float has lost digits already: refused, saying how to send it.
+    let error = outcomes[7]["error"]["message"].as_str().unwrap();
+    assert!(
+        error.contains("a float value (cast the parameter in the statement") && error.contains("numeric"),
+        "{error}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_statement_is_a_value_and_a_transaction_rolls_back_whole() {
     let server = PgServer::start();
     server.execute("CREATE TABLE t (id int8 PRIMARY KEY, n int4)").await;
@@ -111,7 +167,7 @@ async fn a_refused_statement_is_a_value_and_a_transaction_rolls_back_whole() {
         { "execute": { "sql": "INSERT INTO t VALUES ($1, $2)", "params": [{ "int": 1 }, { "int": 1_i64 << 40 }] } },
         { "execute": { "sql": "INSERT INTO t VALUES ($1, $2)", "params": [{ "int": 1 }, { "text": "x" }] } },
         { "query": { "sql": "SELECT nope FROM t" } },
-        { "query": { "sql": "SELECT 1::numeric" } },
+        { "query": { "sql": "SELECT current_date AS today" } },
         { "execute": { "sql": "INSERT INTO t VALUES ($1, 1)", "params": [{ "int": 3 }] } },
     ]);
     let outcomes = outcomes(&h, probe(&h, &server, "refusals", "db", &["db"], steps)).await;
@@ -125,7 +181,11 @@ async fn a_refused_statement_is_a_value_and_a_transaction_rolls_back_whole() {
     assert!(error(1)["message"].as_str().unwrap().contains("an int out of range for a parameter of type int4"));
     assert!(error(2)["message"].as_str().unwrap().contains("a text value (cast the parameter in the statement"));
     assert_eq!((&error(3)["code"], &error(3)["permanent"]), (&json!("42703"), &json!(true)), "{}", outcomes[3]);
-    assert!(error(4)["message"].as_str().unwrap().contains("cast it in the query"), "{}", outcomes[4]);
+    let uncarried = error(4)["message"].as_str().unwrap().to_string();
+    assert!(
+        uncarried.contains("column `today` is of type date") && uncarried.contains("cast it in the query"),
+        "{uncarried}"
+    );
     assert_eq!(outcomes[5], json!({ "step": 5, "ok": 1 }), "the connection still works after each refusal");
     assert_eq!(server.query_i64s("SELECT id FROM t ORDER BY id").await, [3], "the transaction left nothing");
     let warnings: Vec<String> = capture().of("refusals").into_iter().map(|l| l.message).collect();
@@ -150,6 +210,70 @@ async fn a_connection_not_granted_is_refused_and_logged() {
         assert_eq!(error["message"], expected.as_str());
         let logged = capture().of(key).into_iter().map(|l| l.message).collect::<Vec<_>>();
         assert!(logged.iter().any(|l| l.contains(&expected)), "{key}: {logged:?}");
+    }
+}
+
+/// A `[postgres.NAME]` table pointing at `listener`, a server that is not PostgreSQL
+/// and must never be reached.
+fn listener_toml(name: &str, listener: &TcpListener) -> String {
+    let port = listener.local_addr().unwrap().port();
+    format!("\n[postgres.{name}]\nhost = \"127.0.0.1\"\nport = {port}\ndatabase = \"d\"\nuser = \"u\"\n")
+}
+
+/// A `pg-probe` source `key` in a ferry config, granted `grants`, opening `connection`
+/// for its `steps` (a TOML array).
+fn probe_toml(key: &str, grants: &[&str], connection: &str, steps: &str) -> String {
+    format!(
+        "\n[[sources]]\nkey = \"{key}\"\npath = \"{PG_PROBE}\"\n\n[[sources.streams]]\nstream = \"demo\"\ntopic = \"{key}\"\n\n\
+         [sources.grants]\npostgres = {}\n\n[sources.plugin_config]\nconnection = \"{connection}\"\nsteps = {steps}\n",
+        json!(grants),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_defined_name_not_granted_is_refused_without_a_connection_attempt() {
+    let logs = capture();
+    // Two servers that are listening sockets of the test's own: the kernel completes a
+    // connection to either without anyone accepting, so a pending one shows any attempt.
+    let ours = TcpListener::bind("127.0.0.1:0").unwrap();
+    let other = TcpListener::bind("127.0.0.1:0").unwrap();
+    let steps = r#"[{ query = { sql = "SELECT 1::int8" } }]"#;
+    // `asker` is granted `db` only; alone, and beside `owner`, a connector of the same
+    // ferry granted `other` that never opens it.
+    let owner = probe_toml("owner", &["other"], "other", "[]");
+    for (asker, with_owner) in [("asker-alone", false), ("asker-beside-owner", true)] {
+        let mut connectors = probe_toml(asker, &["db"], "other", steps);
+        if with_owner {
+            connectors.push_str(&owner);
+        }
+        let site = Site::new();
+        let text = [
+            "[state]\npath = \"state\"\n\n[local_log]\npath = \"log\"\n".to_string(),
+            listener_toml("db", &ours),
+            listener_toml("other", &other),
+            connectors,
+        ]
+        .concat();
+        let config = Config::load(&site.config("ferry.toml", &text)).unwrap_or_else(|e| panic!("{asker}: {e}"));
+        let mut running = Running::start(Host::from_config(&config, Compiler::InProcess).unwrap());
+        running.wait_for("the asker's step", |e| matches!(e, Event::Idle { key } if &**key == asker)).await;
+        running.stop().await;
+        let records = LocalLog::read_all(&site.log_dir(), "demo", asker).unwrap();
+        let outcome: Json = serde_json::from_slice(&records[0].payload).unwrap();
+        let expected = "the connection `other` is not in this connector's grants.postgres";
+        assert_eq!(outcome["error"], json!({ "kind": "not-granted", "message": expected }), "{asker}: {outcome}");
+        let logged = logs.of(asker).into_iter().map(|l| l.message).collect::<Vec<_>>();
+        assert!(logged.iter().any(|l| l.contains(expected)), "{asker}: {logged:?}");
+        // The batch has settled: nothing knocked at either server.
+        for (name, listener) in [("db", &ours), ("other", &other)] {
+            listener.set_nonblocking(true).unwrap();
+            let knocked = listener.accept().map(|(_, from)| from);
+            assert_eq!(
+                knocked.map_err(|e| e.kind()),
+                Err(std::io::ErrorKind::WouldBlock),
+                "{asker}: a connection reached `{name}`"
+            );
+        }
     }
 }
 
@@ -179,6 +303,45 @@ async fn a_statement_past_the_call_deadline_is_cancelled_and_the_next_one_works(
     }
     let instances: Vec<_> = capture().of("slow").into_iter().filter(|l| l.message.starts_with("starting")).collect();
     assert_eq!(instances.len(), 1, "no trap, no restart: {instances:?}");
+}
+
+/// The most this process has held in memory so far (VmHWM), in bytes.
+fn high_water_mark() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).expect("VmHWM in /proc/self/status");
+    let kib: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    kib * 1024
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_result_past_the_batch_limit_is_refused_naming_it_and_the_next_query_works() {
+    const VALUE: u64 = 300 * 1024 * 1024;
+    let server = PgServer::start();
+    let h = Harness::new();
+    let steps = json!([
+        { "query": { "sql": "SELECT n::int8 FROM generate_series(1, 10000000) AS n" } },
+        { "query_packed": { "sql": format!("SELECT repeat('x', {VALUE}) AS big") } },
+        { "query": { "sql": "SELECT 41 + 1" } },
+    ]);
+    let mut source = probe(&h, &server, "huge", "db", &["db"], steps);
+    // Time is bounded by the call's deadline; here it is long enough for a loaded machine.
+    source.sandbox.limits.call_timeout = Duration::from_secs(60);
+    let limit = source.sandbox.limits.max_batch_bytes.bytes();
+    let before = high_water_mark();
+    let outcomes = outcomes(&h, source).await;
+    let grown = high_water_mark().saturating_sub(before);
+    for (step, what) in [(0, "10 M rows"), (1, "a value of 300 MiB")] {
+        let error = &outcomes[step]["error"];
+        assert_eq!((&error["kind"], &error["code"]), (&json!("refused"), &json!("54000")), "{what}: {error}");
+        let message = error["message"].as_str().unwrap();
+        assert!(message.contains(&format!("over {limit} bytes (limits.max_batch_bytes)")), "{what}: {message}");
+    }
+    assert_eq!(outcomes[2], json!({ "step": 2, "ok": [[{ "int": 42 }]] }), "the next query works");
+    // The driver holds the one huge row whole (PostgreSQL caps a value at 1 GB); the
+    // host makes no copy of it (with one, the mark grew by 604 MiB; without, by 319),
+    // nor keeps the 10 M rows. The margin allows for tests running beside this one.
+    eprintln!("high-water mark grew by {} MiB", grown >> 20);
+    assert!(grown < VALUE * 3 / 2, "the host held {} MiB for a value of {} MiB", grown >> 20, VALUE >> 20);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

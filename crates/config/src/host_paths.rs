@@ -300,6 +300,25 @@ mod tests {
     }
 
     #[test]
+    fn a_grant_reaching_a_postgres_ca_file_is_refused() {
+        let site = site();
+        std::fs::create_dir(site.path().join("shared/certs")).unwrap();
+        let ca = rcgen::generate_simple_self_signed(vec!["db".to_string()]).unwrap().cert.pem();
+        std::fs::write(site.path().join("shared/certs/db-ca.pem"), ca).unwrap();
+        // Relative to the config's directory, as a password file is.
+        let server =
+            "[postgres.db]\nhost = \"db\"\ndatabase = \"d\"\nuser = \"u\"\nca_file = \"shared/certs/db-ca.pem\"\n";
+        let config = load(site.path(), &format!("{server}{}", source("fine", None, &[("data", true)]))).unwrap();
+        assert_eq!(config.sections.postgres["db"].ca_file, Some(site.path().join("shared/certs/db-ca.pem")));
+        // Whoever writes it decides which server ferry trusts; reading is refused too.
+        for writable in [true, false] {
+            let error = refused(site.path(), &format!("{server}{}", source("evil", None, &[("shared", writable)])));
+            assert!(error.contains("holds a file of a capability's section (a password or certificate)"), "{error}");
+            assert!(error.contains("db-ca.pem"), "{error}");
+        }
+    }
+
+    #[test]
     fn a_guest_may_read_its_component_but_nothing_holding_records_or_secrets() {
         let site = site();
         load(site.path(), &source("a", None, &[("bin", false), ("data", true)])).unwrap();

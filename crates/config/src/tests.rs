@@ -694,6 +694,37 @@ password = { file = "secrets/orders" }
 }
 
 #[test]
+fn postgres_tls_is_required_with_a_ca_file_and_a_bad_one_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let config_file = dir.path().join("ferry.toml");
+    let load = |settings: &str| {
+        let text = format!("[postgres.orders]\nhost = \"db\"\ndatabase = \"d\"\nuser = \"u\"\n{settings}\n{MINIMAL}");
+        Config::parse(&config_file, &text, Vec::new()).map_err(|e| e.to_string())
+    };
+    let plain = load("").unwrap();
+    assert!(!plain.sections.postgres["orders"].tls_required(), "plain TCP unless asked for");
+    assert!(load("tls = \"require\"").unwrap().sections.postgres["orders"].tls_required());
+
+    // Refused before it is read.
+    std::fs::write(dir.path().join("ca.pem"), "").unwrap();
+    let missing = load("ca_file = \"nowhere.pem\"").unwrap_err();
+    assert!(
+        missing.contains("[postgres.orders]: ca_file: ") && missing.contains("nowhere.pem: cannot open it"),
+        "{missing}"
+    );
+    std::fs::write(dir.path().join("empty.pem"), "no certificate here\n").unwrap();
+    let empty = load("ca_file = \"empty.pem\"").unwrap_err();
+    assert!(
+        empty.contains("[postgres.orders]: ca_file: ") && empty.contains("empty.pem: holds no certificate"),
+        "{empty}"
+    );
+    let both = load("tls = \"disable\"\nca_file = \"ca.pem\"").unwrap_err();
+    assert!(both.contains("ca_file: ") && both.contains("is given with tls = \"disable\""), "{both}");
+    let mode = load("tls = \"prefer\"").unwrap_err();
+    assert!(mode.contains("unknown variant `prefer`, expected `disable` or `require`"), "{mode}");
+}
+
+#[test]
 fn the_cursors_durability_is_every_batch_unless_an_interval_is_asked_for() {
     use ferry_contract::Durability;
     assert_eq!(parse(MINIMAL).unwrap().state.durability(), Durability::EveryCommit);

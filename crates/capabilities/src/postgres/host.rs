@@ -16,10 +16,11 @@ use ferry_contract::wit::postgres::{
     self, Connection, Error, Host, HostConnection, PackedRows, Refusal, Rows, Statement, Value,
 };
 use futures::{StreamExt, pin_mut};
-use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
+use tokio_postgres::types::{Format, IsNull, ToSql, Type, to_sql_checked};
 use tokio_postgres::{NoTls, Statement as Prepared};
 use wasmtime::component::{HasData, Linker, Resource, ResourceTable, ResourceTableError};
 
+use super::tls::PgTls;
 use super::{POSTGRES_EPOCH_MICROS, PgState, rows};
 use crate::GuestData;
 use crate::logging::GuestLog;
@@ -32,6 +33,8 @@ const MAX_CACHED_STATEMENTS: usize = 256;
 struct PgConnection {
     name: String,
     pool: Pool,
+    /// The server's TLS, for a cancel request (it goes over a connection of its own).
+    tls: Option<PgTls>,
     client: Option<Object>,
 }
 
@@ -73,12 +76,12 @@ impl Host for PostgresView<'_> {}
 
 impl HostConnection for PostgresView<'_> {
     async fn open(&mut self, name: String) -> Result<Resource<Connection>, Error> {
-        let Some(pool) = self.state.pools.get(&name) else {
+        let Some(served) = self.state.pools.get(&name) else {
             let problem = format!("the connection `{name}` is not in this connector's grants.postgres");
             self.log.host_warning(&format!("postgres: {problem}"));
             return Err(Error::NotGranted(problem));
         };
-        let connection = PgConnection { name, pool: pool.clone(), client: None };
+        let connection = PgConnection { name, pool: served.pool.clone(), tls: served.tls.clone(), client: None };
         let pushed = self.table.push(connection).map_err(|e| {
             let problem = match e {
                 ResourceTableError::Full => format!(
@@ -159,7 +162,7 @@ impl PostgresView<'_> {
         let name = connection.name.clone();
         let outcome = tokio::time::timeout(budget, async {
             if connection.client.is_none() {
-                let client = connection.pool.get().await.map_err(connect_error)?;
+                let client = connection.pool.get().await.map_err(|e| connect_error(&connection.name, e))?;
                 connection.client = Some(client);
             }
             work(connection.client.as_mut().expect("a client was just taken from the pool")).await
@@ -170,7 +173,13 @@ impl PostgresView<'_> {
             Err(_) => {
                 if let Some(client) = &connection.client {
                     let cancel = client.cancel_token();
-                    tokio::spawn(async move { cancel.cancel_query(NoTls).await });
+                    let tls = connection.tls.clone();
+                    tokio::spawn(async move {
+                        match tls {
+                            Some(tls) => cancel.cancel_query(tls).await,
+                            None => cancel.cancel_query(NoTls).await,
+                        }
+                    });
                 }
                 Err(Error::TimedOut(format!(
                     "the {what} ran past the call's deadline ({budget:?} were left of limits.call_timeout) and was \
@@ -179,8 +188,11 @@ impl PostgresView<'_> {
             }
         };
         if let Err(error) = &result {
-            if !matches!(error, Error::Refused(r) if r.statement.is_none()) {
-                // Broken, timed out, or refused inside a transaction: start afresh.
+            let kept = matches!(error, Error::Refused(r) if r.statement.is_none() && r.code != TOO_BIG);
+            if !kept {
+                // Broken, timed out, refused inside a transaction, or with the rest of a
+                // result too big still coming (closing the connection stops the server
+                // sending it): start afresh.
                 connection.client.take().map(Object::take);
             }
             self.log.host_warning(&format!("postgres `{name}`: {what} failed: {}", describe(error)));
@@ -231,7 +243,15 @@ async fn prepare(
     Ok(prepared)
 }
 
+/// The SQLSTATE of a result refused for its size (PostgreSQL's "program limit exceeded").
+const TOO_BIG: &str = "54000";
+
 /// Run a query, packing its rows as they come, refusing a result past `max` bytes.
+///
+/// A row is measured before it is packed, so that one past the limit is refused
+/// without a second copy of it. The driver has already read that row whole (one
+/// `DataRow` message: a value may be up to 1 GB, PostgreSQL's own limit), and that is
+/// the most the host holds of a result beyond `max`.
 async fn query(
     client: &deadpool_postgres::ClientWrapper,
     sql: &str,
@@ -243,19 +263,25 @@ async fn query(
     let stream = client.query_raw(&prepared, as_params(params)).await.map_err(|e| classify(e, None))?;
     pin_mut!(stream);
     let mut packer = rows::Packer::default();
+    let too_big = |rows: u32| {
+        Error::Refused(Refusal {
+            message: format!(
+                "the result is over {max} bytes (limits.max_batch_bytes) after {rows} rows: ask for fewer (LIMIT)"
+            ),
+            code: TOO_BIG.into(),
+            permanent: true,
+            statement: None,
+        })
+    };
     while let Some(row) = stream.next().await {
         let row = row.map_err(|e| classify(e, None))?;
+        if packer.data.len() as u64 + rows::raw_size(&row) > max {
+            return Err(too_big(packer.count));
+        }
         let before = packer.count;
         packer.push(&row).map_err(|e| classify(e, None))?;
         if packer.data.len() as u64 > max {
-            return Err(Error::Refused(Refusal {
-                message: format!(
-                    "the result is over {max} bytes (limits.max_batch_bytes) after {before} rows: ask for fewer (LIMIT)"
-                ),
-                code: "54000".into(),
-                permanent: true,
-                statement: None,
-            }));
+            return Err(too_big(before));
         }
     }
     Ok(PackedRows { columns, count: packer.count, data: packer.data })
@@ -276,6 +302,7 @@ fn readable(ty: &Type) -> bool {
         Type::BPCHAR,
         Type::NAME,
         Type::UNKNOWN,
+        Type::NUMERIC,
         Type::BYTEA,
         Type::JSON,
         Type::JSONB,
@@ -334,6 +361,16 @@ impl ToSql for Param<'_> {
                 out.put_slice(v.as_bytes());
                 Ok(IsNull::No)
             }
+            // Sent as text (see `encode_format`), parsed by the server's own `numeric_in`:
+            // exact to the last digit, and a malformed number refused by the server (22P02).
+            (Value::Text(v), &Type::NUMERIC) => {
+                out.put_slice(v.as_bytes());
+                Ok(IsNull::No)
+            }
+            (Value::Int(v), &Type::NUMERIC) => {
+                out.put_slice(v.to_string().as_bytes());
+                Ok(IsNull::No)
+            }
             (Value::Bytes(v), &Type::BYTEA) => v.as_slice().to_sql(ty, out),
             (Value::Timestamp(micros), &Type::TIMESTAMP | &Type::TIMESTAMPTZ) => {
                 let since_2000 =
@@ -359,6 +396,15 @@ impl ToSql for Param<'_> {
     fn accepts(_: &Type) -> bool {
         // Whether the value fits is decided per value in `to_sql`, with a clear error.
         true
+    }
+
+    fn encode_format(&self, ty: &Type) -> Format {
+        // A `numeric` goes as its decimal text, which no float ever touches.
+        if *ty == Type::NUMERIC && matches!(self.0, Value::Text(_) | Value::Int(_)) {
+            Format::Text
+        } else {
+            Format::Binary
+        }
     }
 
     to_sql_checked!();
@@ -387,16 +433,34 @@ fn classify(error: tokio_postgres::Error, statement: Option<usize>) -> Error {
     Error::Connection(format!("{error}"))
 }
 
-/// Why no connection could be had: the server's own words when it refused (a wrong
-/// password, an unknown database), always a connection problem for the guest.
-fn connect_error(error: deadpool_postgres::PoolError) -> Error {
-    match error {
+/// Why no connection could be had to the server `name`: the server's own words when it
+/// refused (a wrong password, an unknown database), or the driver's (no TLS offered, a
+/// certificate not trusted); always a connection problem for the guest.
+fn connect_error(name: &str, error: deadpool_postgres::PoolError) -> Error {
+    let why = match error {
         deadpool_postgres::PoolError::Backend(e) => match e.as_db_error() {
-            Some(db) => Error::Connection(format!("cannot connect: {} ({})", db.message(), db.code().code())),
-            None => Error::Connection(format!("cannot connect: {e}")),
+            Some(db) => format!("{} ({})", db.message(), db.code().code()),
+            None => with_causes(&e),
         },
-        other => Error::Connection(format!("cannot connect: {other}")),
+        other => with_causes(&other),
+    };
+    Error::Connection(format!("cannot connect to `{name}`: {why}"))
+}
+
+/// `error` and what caused it, each after a colon: the driver says "error performing
+/// TLS handshake" and keeps the why (no TLS offered, a certificate refused) in its source.
+fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(inner) = cause {
+        let said = inner.to_string();
+        if !text.ends_with(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        cause = inner.source();
     }
+    text
 }
 
 /// One line on an error, for the log.
@@ -437,5 +501,23 @@ mod tests {
         Param(&Value::Json("{}".into())).to_sql(&Type::JSONB, &mut out).unwrap();
         assert_eq!(&out[..], b"\x01{}");
         assert!(matches!(Param(&Value::Null).to_sql(&Type::UUID, &mut out), Ok(IsNull::Yes)));
+    }
+
+    #[test]
+    fn a_numeric_parameter_is_sent_as_its_exact_text_never_as_a_float() {
+        let exact = "123456789012345678901234567890.000000001";
+        let mut out = BytesMut::new();
+        let text = Value::Text(exact.into());
+        assert!(matches!(Param(&text).encode_format(&Type::NUMERIC), Format::Text));
+        Param(&text).to_sql(&Type::NUMERIC, &mut out).unwrap();
+        assert_eq!(&out[..], exact.as_bytes());
+        out.clear();
+        Param(&Value::Int(-7)).to_sql(&Type::NUMERIC, &mut out).unwrap();
+        assert_eq!(&out[..], b"-7");
+        // A float has lost the digits already: refused, naming the way to say it exactly.
+        let error = Param(&Value::Float(0.1)).to_sql(&Type::NUMERIC, &mut out).err().unwrap().to_string();
+        assert!(error.contains("a float value (cast the parameter in the statement"), "{error}");
+        // Other types keep the binary form.
+        assert!(matches!(Param(&text).encode_format(&Type::TEXT), Format::Binary));
     }
 }

@@ -9,12 +9,16 @@
 //! * `config.rs`: `[postgres.NAME]`, a server as the operator defines it;
 //! * `pools.rs`: the pools of one connector, one per server it is granted;
 //! * `host.rs`: the interface's calls, each within the guest's call deadline;
-//! * `rows.rs`: a query's rows packed into one buffer as they arrive.
+//! * `rows.rs`: a query's rows packed into one buffer as they arrive;
+//! * `numeric.rs`: `numeric` carried exactly, as decimal text;
+//! * `tls.rs`: TLS to a server (`tls = "require"`), its certificate always verified.
 
 mod config;
 mod host;
+mod numeric;
 mod pools;
 mod rows;
+mod tls;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -22,7 +26,7 @@ use std::path::PathBuf;
 use ferry_contract::settings::{SecretSource, valid_key};
 use wasmtime::component::Linker;
 
-pub use config::{MAX_CONNECTIONS, PostgresServer};
+pub use config::{MAX_CONNECTIONS, PostgresServer, TlsMode};
 pub use host::PostgresView;
 pub use pools::PgPools;
 
@@ -65,11 +69,18 @@ impl Capability for Postgres {
         Err(("grants.postgres", format!("no [postgres.{name}] is defined (defined: {defined})")))
     }
 
+    /// Each server's password file and `ca_file`: resolved against the config's
+    /// directory, and kept from every guest (whoever writes a CA file decides which
+    /// server ferry trusts).
     fn section_paths(servers: &mut Self::Section) -> Vec<&mut PathBuf> {
-        let passwords = servers.values_mut().filter_map(|server| server.password.as_mut());
-        passwords
-            .filter_map(|password| if let SecretSource::File(path) = password { Some(path) } else { None })
-            .collect()
+        let mut paths = Vec::new();
+        for server in servers.values_mut() {
+            if let Some(SecretSource::File(path)) = server.password.as_mut() {
+                paths.push(path);
+            }
+            paths.extend(server.ca_file.as_mut());
+        }
+        paths
     }
 
     fn verdict(import: &Import<'_>, names: &Vec<String>) -> Option<Verdict> {
@@ -99,15 +110,39 @@ impl Capability for Postgres {
         granted.filter_map(|server| server.password.as_ref()?.read().ok()).collect()
     }
 
-    /// The definition of each server granted, and its password's value: a rotated
-    /// password is a change.
+    /// The definition of each server granted, its password's value and its CA file's
+    /// certificates: a rotated password or CA is a change.
     fn reach(names: &Vec<String>, servers: &Self::Section) -> String {
         let mut reach = String::new();
         for name in names {
             let server = servers.get(name);
             let password = server.and_then(|s| s.password.as_ref()).map(|p| p.read());
-            reach.push_str(&format!("{name} {server:?} {password:?}\n"));
+            let ca = server.and_then(|s| s.ca_file.as_ref()).map(|path| tls::read_ca_file(path));
+            reach.push_str(&format!("{name} {server:?} {password:?} {ca:?}\n"));
         }
         reach
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rotated_ca_file_changes_what_a_grant_reaches() {
+        let dir = std::env::temp_dir().join(format!("ferry-pg-reach-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ca = dir.join("ca.pem");
+        let pem = |body: &str| format!("-----BEGIN CERTIFICATE-----\n{body}\n-----END CERTIFICATE-----\n");
+        let text =
+            format!("[db]\nhost = \"h\"\ndatabase = \"d\"\nuser = \"u\"\nca_file = {:?}\n", ca.display().to_string());
+        let servers: BTreeMap<String, PostgresServer> = toml::from_str(&text).unwrap();
+        let names = vec!["db".to_string()];
+        std::fs::write(&ca, pem("AAEC")).unwrap();
+        let before = Postgres::reach(&names, &servers);
+        std::fs::write(&ca, pem("AwQF")).unwrap();
+        let after = Postgres::reach(&names, &servers);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_ne!(before, after, "a reload would keep trusting the old CA");
     }
 }

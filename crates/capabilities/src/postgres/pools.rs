@@ -5,13 +5,22 @@ use std::sync::Arc;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::NoTls;
+use tokio_postgres::config::SslMode;
 
 use super::PostgresServer;
+use super::tls::PgTls;
 
 /// The servers one connector is granted, each with its pool (connections are made
 /// when first used, so a server that is down does not stop the host from starting).
 #[derive(Clone, Default)]
-pub struct PgPools(Arc<BTreeMap<String, Pool>>);
+pub struct PgPools(Arc<BTreeMap<String, Served>>);
+
+/// One server's pool, and its TLS (which a cancel request goes through too).
+#[derive(Clone)]
+pub(super) struct Served {
+    pub pool: Pool,
+    pub tls: Option<PgTls>,
+}
 
 impl PgPools {
     /// Pools for the servers `names` (a connector's `grants.postgres`), as `servers`
@@ -33,18 +42,28 @@ impl PgPools {
             if let Some(password) = &server.password {
                 config.password(password.read().map_err(|p| format!("[postgres.{name}] password: {p}"))?);
             }
-            let manager =
-                Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+            let manager_config = ManagerConfig { recycling_method: RecyclingMethod::Fast };
+            let tls = if server.tls_required() {
+                config.ssl_mode(SslMode::Require);
+                Some(PgTls::new(server.ca_file.as_ref()).map_err(|p| format!("[postgres.{name}] {p}"))?)
+            } else {
+                config.ssl_mode(SslMode::Disable);
+                None
+            };
+            let manager = match &tls {
+                Some(tls) => Manager::from_config(config, tls.clone(), manager_config),
+                None => Manager::from_config(config, NoTls, manager_config),
+            };
             let pool = Pool::builder(manager)
                 .max_size(server.max_connections as usize)
                 .build()
                 .map_err(|e| format!("[postgres.{name}]: {e}"))?;
-            pools.insert(name.clone(), pool);
+            pools.insert(name.clone(), Served { pool, tls });
         }
         Ok(PgPools(Arc::new(pools)))
     }
 
-    pub(super) fn get(&self, name: &str) -> Option<&Pool> {
+    pub(super) fn get(&self, name: &str) -> Option<&Served> {
         self.0.get(name)
     }
 }

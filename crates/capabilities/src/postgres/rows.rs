@@ -9,6 +9,7 @@ use tokio_postgres::Row;
 use tokio_postgres::types::{FromSql, Type};
 
 use super::POSTGRES_EPOCH_MICROS;
+use super::numeric::NumericText;
 use ferry_contract::wit::postgres::Value;
 
 /// The tag of each case of `value`, in the WIT's order.
@@ -50,6 +51,11 @@ impl Packer {
             Type::FLOAT8 => float(out, row.try_get::<_, Option<f64>>(i)?),
             Type::BYTEA => counted(out, BYTES, row.try_get::<_, Option<&[u8]>>(i)?),
             Type::JSON | Type::JSONB => counted(out, JSON, row.try_get::<_, Option<JsonText>>(i)?.map(|j| j.0)),
+            // Exact, as the decimal text PostgreSQL prints: never through a float.
+            Type::NUMERIC => {
+                let text = row.try_get::<_, Option<NumericText>>(i)?;
+                counted(out, TEXT, text.as_ref().map(|n| n.0.as_bytes()))
+            }
             Type::TIMESTAMP | Type::TIMESTAMPTZ => {
                 fixed(out, TIMESTAMP, row.try_get::<_, Option<Micros>>(i)?.map(|t| t.0.to_le_bytes()))
             }
@@ -132,6 +138,28 @@ impl Reader<'_> {
 
     fn text(&mut self) -> String {
         String::from_utf8(self.counted().to_vec()).expect("packed from UTF-8")
+    }
+}
+
+/// The bytes the server sent for `row`'s values, what packing it costs at least.
+pub fn raw_size(row: &Row) -> u64 {
+    (0..row.len()).map(|i| row.try_get::<_, RawSize>(i).map_or(0, |size| size.0)).sum()
+}
+
+/// The size of a value as the server sent it, of any type (NULL: none).
+struct RawSize(u64);
+
+impl<'a> FromSql<'a> for RawSize {
+    fn from_sql(_: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(RawSize(raw.len() as u64))
+    }
+
+    fn from_sql_null(_: &Type) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(RawSize(0))
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
     }
 }
 
