@@ -4,10 +4,11 @@
 //! messages again with the offset where it was, dead letters with where they came
 //! from, bisection down to the poison messages, nothing ever dropped. Then graceful
 //! shutdown, and (as a process) bad sink configs, `ferry status` and `ferry state
-//! show`.
+//! show`, and the counters of what was written apart from what was dead-lettered.
 
 mod answers;
 mod cli;
+mod counters;
 mod positions;
 mod shutdown;
 

@@ -94,7 +94,14 @@ impl SinkLoop<'_> {
                 Ok(generation) => generation,
                 Err(exit) => return exit,
             };
-            let bytes = batch.messages.iter().map(|m| m.payload.len()).sum();
+            // Bytes written by the guest: a dead letter's were delivered elsewhere.
+            let bytes = batch
+                .messages
+                .iter()
+                .enumerate()
+                .filter(|(index, _)| dead.binary_search_by_key(index, |(at, _)| *at).is_err())
+                .map(|(_, m)| m.payload.len())
+                .sum();
             let at = Written {
                 stream: &batch.stream,
                 topic: &batch.topic,

@@ -93,7 +93,10 @@ pub struct ConnectorStatus {
     /// Instances started so far (1 for the first start).
     pub instances: u64,
     pub batches_acked: u64,
+    /// Messages a source delivered, or a sink's guest wrote (its dead letters are
+    /// counted apart, in `dead_lettered`).
     pub messages_delivered: u64,
+    /// Their payload bytes.
     pub bytes_delivered: u64,
     pub nacks: u64,
     /// NACKs (a sink: retries) by reason, `delivery-failed`, `retry`, ...; they add
@@ -114,7 +117,8 @@ pub struct ConnectorStatus {
     /// Guest log lines dropped by the rate limit.
     #[serde(default)]
     pub log_lines_dropped: u64,
-    /// Messages a sink could never write, handed to its dead-letter destination.
+    /// Messages a sink could never write, handed to its dead-letter destination
+    /// (not in `messages_delivered`: the two add up to the messages it settled).
     #[serde(default)]
     pub dead_lettered: u64,
     /// Messages a source's guest produced (in batches delivered or not), or a sink

@@ -186,8 +186,10 @@ impl Reporter {
         });
     }
 
-    /// A sink's batch is settled: `messages` written, `dead` of them dead-lettered,
-    /// and the offset past them stored.
+    /// A sink's batch is settled: of its `messages`, `dead` dead-lettered and the
+    /// others written (`bytes` of payload), and the offset past them stored. The
+    /// written and the dead-lettered are counted apart, so that they add up to what
+    /// was read.
     pub fn written(&self, at: Written<'_>, bytes: usize) {
         let Written { stream, topic, partition, end, messages, dead, generation } = at;
         tracing::debug!(stream, topic, partition, end, messages, dead, bytes, "batch written, offset stored");
@@ -213,7 +215,7 @@ impl Reporter {
         self.update(event, |s| {
             s.phase = Phase::Running;
             s.batches_acked += 1;
-            s.messages_delivered += messages as u64;
+            s.messages_delivered += messages.saturating_sub(dead) as u64;
             s.bytes_delivered += bytes as u64;
             s.dead_lettered += dead as u64;
             s.consecutive_nacks = 0;
