@@ -3,9 +3,11 @@
 //!
 //! The committed positions are one JSON object, `{"stream/topic": next offset}`
 //! (what `ferry state show` prints), saved with a receipt that marks the same
-//! positions, so that a log which later lost what a sink already read past is
-//! noticed at start (see `LocalLog::verify_cursor`): appending there again would
-//! reuse offsets the sink skips. The position of a topic the sink does not read now
+//! positions and the identity of each file read, so that a log which later lost
+//! what a sink already read past is noticed at start (see `LocalLog::verify_cursor`):
+//! appending there again would reuse offsets the sink skips. Each instance checks the
+//! positions against the files before it reads (see `positions.rs`): positions that
+//! do not fit refuse the sink. The position of a topic the sink does not read now
 //! (left out of its config for a while) is kept as it was, mark and all: it is
 //! committed progress, and the topic goes on from there when it is back.
 
@@ -15,6 +17,8 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 
+use super::identity::LogId;
+use super::positions::{self, name_of};
 use super::{LocalLog, Record, TopicReader, headers_from_json};
 use ferry_contract::Uint128;
 use ferry_engine::cursor::{CursorStore, StateError};
@@ -24,6 +28,10 @@ use ferry_engine::status::StartingFrom;
 
 /// A sink's input from the local log under `dir`.
 pub struct LocalLogInput {
+    /// The sink's key, and the config file it is in when known: for the words of a
+    /// refusal.
+    key: String,
+    config_file: Option<PathBuf>,
     dir: PathBuf,
     /// Stream and topic of each topic read, in the order they are read.
     topics: Vec<(String, String)>,
@@ -31,25 +39,21 @@ pub struct LocalLogInput {
 }
 
 impl LocalLogInput {
-    /// Reading `topics` of the log in `dir`, keeping positions in `positions`.
-    pub fn new(dir: impl Into<PathBuf>, topics: Vec<(String, String)>, positions: Arc<dyn CursorStore>) -> Self {
-        LocalLogInput { dir: dir.into(), topics, positions }
+    /// Sink `key` reading `topics` of the log in `dir`, keeping positions in `positions`.
+    pub fn new(
+        key: &str,
+        dir: impl Into<PathBuf>,
+        topics: Vec<(String, String)>,
+        positions: Arc<dyn CursorStore>,
+    ) -> Self {
+        LocalLogInput { key: key.to_string(), config_file: None, dir: dir.into(), topics, positions }
     }
-}
 
-/// Committed positions, `{"stream/topic": offset}`: anything else (a source's
-/// cursor under this key, say) is not a sink's and must not be overwritten.
-fn positions(state: &[u8]) -> Result<BTreeMap<String, u64>, String> {
-    let positions: BTreeMap<String, u64> = serde_json::from_slice(state).map_err(|e| e.to_string())?;
-    match positions.keys().find(|name| name.split_once('/').is_none_or(|(s, t)| s.is_empty() || t.is_empty())) {
-        Some(name) => Err(format!("{name:?} does not name a stream/topic")),
-        None => Ok(positions),
+    /// The config file the sink is in, which a refusal's `ferry state reset` names.
+    pub fn in_config_file(mut self, file: impl Into<PathBuf>) -> Self {
+        self.config_file = Some(file.into());
+        self
     }
-}
-
-/// The name a topic's position is kept under.
-fn name_of(stream: &str, topic: &str) -> String {
-    format!("{stream}/{topic}")
 }
 
 #[async_trait]
@@ -61,7 +65,7 @@ impl Input for LocalLogInput {
         })?;
         let mut kept = match &committed {
             None => BTreeMap::new(),
-            Some(committed) => positions(&committed.state).map_err(|problem| {
+            Some(committed) => positions::parse(&committed.state).map_err(|problem| {
                 OpenError::Untrusted(format!(
                     "the committed state is not a sink's positions ({problem}): {}; it is left as it is \
                      (`ferry state show`, `ferry state reset`)",
@@ -69,12 +73,25 @@ impl Input for LocalLogInput {
                 ))
             })?,
         };
+        let (dir, topics, committed_now, at) = (self.dir.clone(), self.topics.clone(), committed.clone(), kept.clone());
+        let checked = tokio::task::spawn_blocking(move || positions::check(&dir, committed_now.as_ref(), &at, &topics))
+            .await
+            .map_err(|e| OpenError::Failed(InputError(format!("the task checking the positions failed: {e}"))))?
+            .map_err(|untrusted| OpenError::Untrusted(untrusted.explain(&self.key, self.config_file.as_deref())))?;
         let topics = self
             .topics
             .iter()
-            .map(|(stream, topic)| {
-                let at = kept.remove(&name_of(stream, topic)).unwrap_or(0);
-                TopicState { stream: stream.clone(), topic: topic.clone(), reader: None, read: at, committed: at }
+            .zip(checked)
+            .map(|((stream, topic), checked)| {
+                kept.remove(&name_of(stream, topic));
+                TopicState {
+                    stream: stream.clone(),
+                    topic: topic.clone(),
+                    reader: checked.reader.map(|reader| Arc::new(Mutex::new(reader))),
+                    log_id: checked.log_id,
+                    read: checked.at,
+                    committed: checked.at,
+                }
             })
             .collect();
         let kept_marks = committed
@@ -114,6 +131,8 @@ struct TopicState {
     topic: String,
     /// Opened once the topic's file exists.
     reader: Option<Arc<Mutex<TopicReader>>>,
+    /// The identity of that file, stored with the position.
+    log_id: Option<LogId>,
     /// The offset to read next.
     read: u64,
     /// The offset committed.
@@ -156,6 +175,7 @@ impl Reader for LocalLogReader {
             stream: t.stream.clone(),
             topic: t.topic.clone(),
             end: t.committed,
+            log_id: t.log_id.map(|id| id.to_string()),
         });
         let marks = self.kept_marks.iter().cloned().chain(read_now).collect();
         self.positions
@@ -176,10 +196,15 @@ async fn read(dir: &std::path::Path, topic: &mut TopicState, max: u32) -> Result
                 return Ok(Vec::new());
             }
             let (dir, stream, name) = (dir.to_path_buf(), topic.stream.clone(), topic.topic.clone());
-            let opened = tokio::task::spawn_blocking(move || TopicReader::open(&dir, &stream, &name))
-                .await
-                .map_err(|e| InputError(format!("the reading task failed: {e}")))?
-                .map_err(|e| InputError(e.to_string()))?;
+            let (opened, log_id) = tokio::task::spawn_blocking(move || {
+                let reader = TopicReader::open(&dir, &stream, &name)?;
+                let log_id = reader.identity()?;
+                Ok::<_, crate::sqlite::StoreError>((reader, log_id))
+            })
+            .await
+            .map_err(|e| InputError(format!("the reading task failed: {e}")))?
+            .map_err(|e| InputError(e.to_string()))?;
+            topic.log_id = log_id;
             topic.reader.insert(Arc::new(Mutex::new(opened))).clone()
         }
     };

@@ -5,6 +5,7 @@ use std::path::Path;
 
 use rusqlite::params;
 
+use super::identity::{self, LogId};
 use super::{FORMAT, LocalLog, Record};
 use crate::sqlite::{self, Access, Database, StoreError};
 
@@ -84,6 +85,25 @@ pub struct TopicReader {
 impl TopicReader {
     pub fn open(dir: &Path, stream: &str, topic: &str) -> Result<TopicReader, StoreError> {
         Ok(TopicReader { database: open_topic(dir, stream, topic)? })
+    }
+
+    /// The file's identity (`None` for a file of an older format no writer opened since).
+    pub fn identity(&self) -> Result<Option<LogId>, StoreError> {
+        identity::of(&self.database)
+    }
+
+    /// The offset after the last record (0 when there is none).
+    pub fn end(&self) -> Result<u64, StoreError> {
+        let database = &self.database;
+        database
+            .connection()
+            .query_row(r#"SELECT coalesce(max("offset") + 1, 0) FROM records"#, [], |row| row.get(0))
+            .map_err(|e| database.error("cannot read the local log topic", e))
+    }
+
+    /// The file it reads.
+    pub fn path(&self) -> &Path {
+        self.database.path()
     }
 
     /// At most `limit` records from offset `from`, in order.
