@@ -5,7 +5,8 @@
 //! from, bisection down to the poison messages, nothing ever dropped. Then graceful
 //! shutdown, and (as a process) bad sink configs, `ferry status` and `ferry state
 //! show`, the counters of what was written apart from what was dead-lettered, and
-//! positions tampered with (refused, never applied to a file they do not fit).
+//! positions tampered with (refused, never applied to a file they do not fit), and
+//! records whose stored headers cannot be read (dead-lettered, or skipped by hand).
 
 mod answers;
 mod cli;
@@ -13,6 +14,7 @@ mod counters;
 mod positions;
 mod shutdown;
 mod tampered;
+mod unreadable;
 
 use std::path::PathBuf;
 use std::sync::Arc;

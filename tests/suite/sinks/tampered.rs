@@ -26,7 +26,7 @@ use crate::process::{Ferry, Site, ferry};
 
 /// Append `seqs` to `stream/topic` of the log in `dir` as another writer would: a log
 /// of its own, closed after (so its file is whole, with no write-ahead log beside it).
-async fn append_as_another_writer(dir: &Path, stream: &str, topic: &str, seqs: std::ops::Range<u64>) {
+pub(super) async fn append_as_another_writer(dir: &Path, stream: &str, topic: &str, seqs: std::ops::Range<u64>) {
     let delivery = Delivery {
         connector: "intruder".into(),
         streams: vec![ferry::config::StreamConfig::new(stream, topic)].into(),

@@ -164,6 +164,16 @@ pub enum Event {
         key: Arc<str>,
         reason: String,
     },
+    /// A sink read a message it cannot hand to its guest as it is stored (see
+    /// `sink::input::Unreadable`): where, and what became of it.
+    Unreadable {
+        key: Arc<str>,
+        stream: String,
+        topic: String,
+        partition: u32,
+        offset: u64,
+        detail: String,
+    },
     /// A sink could not read its input, deliver its dead letters, or store its offset.
     InputFailed {
         key: Arc<str>,
@@ -205,6 +215,7 @@ impl Event {
             | Event::Nacked { key, .. }
             | Event::Written { key, .. }
             | Event::Retried { key, .. }
+            | Event::Unreadable { key, .. }
             | Event::InputFailed { key, .. }
             | Event::GuestError { key, .. }
             | Event::Trapped { key, .. }

@@ -238,6 +238,26 @@ impl Reporter {
         });
     }
 
+    /// A sink read a message it cannot hand to its guest as it is stored, at `at`
+    /// (stream, topic, partition, offset): `detail` says why and what becomes of it.
+    pub fn unreadable(&self, at: (&str, &str, u32, u64), detail: &str) {
+        let (stream, topic, partition, offset) = at;
+        let detail = guest_text::clean(
+            &format!("{stream}/{topic} partition {partition} offset {offset}: {detail}"),
+            MAX_MESSAGE,
+        );
+        self.problem_line(|| tracing::warn!(stream, topic, partition, offset, "{detail}"));
+        let event = Event::Unreadable {
+            key: self.key.clone(),
+            stream: stream.to_string(),
+            topic: topic.to_string(),
+            partition,
+            offset,
+            detail: detail.clone(),
+        };
+        self.update(event, |s| s.last_error = Some(detail));
+    }
+
     /// A sink could not read its input, deliver its dead letters, or store its offset:
     /// the offset does not move, and it is tried again.
     pub fn input_failed(&self, detail: &str) {

@@ -23,7 +23,9 @@ use super::{LocalLog, Record, TopicReader, headers_from_json};
 use ferry_contract::Uint128;
 use ferry_engine::cursor::{CursorStore, StateError};
 use ferry_engine::delivery::{LogMark, Receipt};
-use ferry_engine::sink::input::{Budget, Input, InputError, OpenError, Reader, SinkBatch, StoredMessage, end_of};
+use ferry_engine::sink::input::{
+    Budget, Input, InputError, OpenError, Read, Reader, SinkBatch, StoredMessage, Unreadable, end_of,
+};
 use ferry_engine::status::StartingFrom;
 
 /// A sink's input from the local log under `dir`.
@@ -89,6 +91,7 @@ impl Input for LocalLogInput {
                     topic: topic.clone(),
                     reader: checked.reader.map(|reader| Arc::new(Mutex::new(reader))),
                     log_id: checked.log_id,
+                    held_at: None,
                     read: checked.at,
                     committed: checked.at,
                 }
@@ -100,7 +103,9 @@ impl Input for LocalLogInput {
             .filter(|mark| kept.contains_key(&name_of(&mark.stream, &mark.topic)))
             .cloned()
             .collect();
+        let config = self.config_file.as_ref().map_or_else(|| "CONFIG".to_string(), |f| f.display().to_string());
         Ok(Box::new(LocalLogReader {
+            skip_command: format!("ferry log skip {config} --key {}", self.key),
             dir: self.dir.clone(),
             topics,
             next: 0,
@@ -113,6 +118,8 @@ impl Input for LocalLogInput {
 }
 
 struct LocalLogReader {
+    /// `ferry log skip CONFIG --key KEY`, for the error of a record it cannot read.
+    skip_command: String,
     dir: PathBuf,
     topics: Vec<TopicState>,
     /// The topic to look at first next time: topics take turns.
@@ -133,6 +140,9 @@ struct TopicState {
     reader: Option<Arc<Mutex<TopicReader>>>,
     /// The identity of that file, stored with the position.
     log_id: Option<LogId>,
+    /// The offset of a record it could not read, handed over as unreadable: nothing
+    /// past it is read until it is committed (dead-lettered).
+    held_at: Option<u64>,
     /// The offset to read next.
     read: u64,
     /// The offset committed.
@@ -145,19 +155,34 @@ impl Reader for LocalLogReader {
         StartingFrom::generation(self.generation)
     }
 
-    async fn next(&mut self, budget: Budget) -> Result<Option<SinkBatch>, InputError> {
+    async fn next(&mut self, budget: Budget) -> Result<Option<Read>, InputError> {
         for turn in 0..self.topics.len() {
             let index = (self.next + turn) % self.topics.len();
+            if self.topics[index].held_at.is_some() {
+                continue;
+            }
             let records = read(&self.dir, &mut self.topics[index], budget.messages).await?;
             if records.is_empty() {
                 continue;
             }
             let topic = &mut self.topics[index];
-            let mut batch = batch_of(&topic.stream, &topic.topic, records)?;
-            budget.trim(&mut batch);
-            topic.read = end_of(&batch);
             self.next = index + 1;
-            return Ok(Some(batch));
+            let read = match batch_of(&topic.stream, &topic.topic, records) {
+                (mut batch, _) if !batch.messages.is_empty() => {
+                    budget.trim(&mut batch);
+                    Read::Batch(batch)
+                }
+                (_, Some((record, problem))) => {
+                    topic.held_at = Some(record.offset);
+                    Read::Unreadable(unreadable(topic, record, problem, &self.skip_command))
+                }
+                (_, None) => continue,
+            };
+            topic.read = match &read {
+                Read::Batch(batch) => end_of(batch),
+                Read::Unreadable(unreadable) => end_of(&unreadable.batch),
+            };
+            return Ok(Some(read));
         }
         Ok(None)
     }
@@ -168,6 +193,9 @@ impl Reader for LocalLogReader {
                 InputError(format!("{}/{} is not a topic this sink reads", batch.stream, batch.topic))
             })?;
         topic.committed = end_of(batch);
+        if topic.held_at.is_some_and(|held| held < topic.committed) {
+            topic.held_at = None;
+        }
         let mut positions = self.kept.clone();
         positions.extend(self.topics.iter().map(|t| (name_of(&t.stream, &t.topic), t.committed)));
         let state = serde_json::to_vec(&positions).expect("a map of numbers serializes");
@@ -216,25 +244,53 @@ async fn read(dir: &std::path::Path, topic: &mut TopicState, max: u32) -> Result
 }
 
 /// Records of one topic as the batch a sink receives (the local log has one
-/// partition per topic: 0).
-fn batch_of(stream: &str, topic: &str, records: Vec<Record>) -> Result<SinkBatch, InputError> {
-    let messages = records
-        .into_iter()
-        .map(|record| {
-            let headers = match &record.headers {
-                Some(json) => headers_from_json(json)
-                    .map_err(|e| InputError(format!("{stream}/{topic} offset {}: {e}", record.offset)))?,
-                None => Vec::new(),
-            };
-            Ok(StoredMessage {
-                offset: record.offset,
-                id: Uint128::from(record.id.unwrap_or(0)),
-                timestamp: record.appended_at_micros,
-                origin_timestamp: record.origin_timestamp,
-                headers,
-                payload: record.payload,
-            })
-        })
-        .collect::<Result<_, InputError>>()?;
-    Ok(SinkBatch { stream: stream.to_string(), topic: topic.to_string(), partition: 0, messages })
+/// partition per topic: 0), up to the first whose headers do not parse, which comes
+/// back apart with what is wrong with it.
+fn batch_of(stream: &str, topic: &str, records: Vec<Record>) -> (SinkBatch, Option<(Record, String)>) {
+    let mut messages = Vec::with_capacity(records.len());
+    let mut unreadable = None;
+    for record in records {
+        let headers = match &record.headers {
+            Some(json) => match headers_from_json(json) {
+                Ok(headers) => headers,
+                Err(problem) => {
+                    unreadable = Some((record, problem));
+                    break;
+                }
+            },
+            None => Vec::new(),
+        };
+        messages.push(message_of(record, headers));
+    }
+    (SinkBatch { stream: stream.to_string(), topic: topic.to_string(), partition: 0, messages }, unreadable)
+}
+
+fn message_of(record: Record, headers: Vec<ferry_contract::Header>) -> StoredMessage {
+    StoredMessage {
+        offset: record.offset,
+        id: Uint128::from(record.id.unwrap_or(0)),
+        timestamp: record.appended_at_micros,
+        origin_timestamp: record.origin_timestamp,
+        headers,
+        payload: record.payload,
+    }
+}
+
+/// `record` of `topic`, whose headers do not parse (`problem`), handed over without
+/// them: for the dead letters, or for an operator to skip with `skip_command`.
+fn unreadable(topic: &TopicState, record: Record, problem: String, skip_command: &str) -> Unreadable {
+    let (stream, name, offset) = (&topic.stream, &topic.topic, record.offset);
+    Unreadable {
+        reason: format!("its headers as the local log stores them cannot be read ({problem})"),
+        skip: format!(
+            "to skip it (it stays in the log), stop the sink and run `{skip_command} --stream {stream} --topic {name} \
+             --offset {offset}`, or configure dead_letters to take it"
+        ),
+        batch: SinkBatch {
+            stream: stream.clone(),
+            topic: name.clone(),
+            partition: 0,
+            messages: vec![message_of(record, Vec::new())],
+        },
+    }
 }

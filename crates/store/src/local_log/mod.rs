@@ -20,6 +20,7 @@ mod input;
 mod positions;
 mod read;
 mod record;
+mod skip;
 mod verify;
 
 use std::collections::HashMap;
@@ -39,6 +40,7 @@ pub use identity::LogId;
 pub use input::LocalLogInput;
 pub use read::TopicReader;
 pub use record::{Record, headers_from_json, headers_json};
+pub use skip::{Skipped, skip_unreadable};
 pub use verify::LogCheckError;
 
 /// Version 2 added the cursors kept beside the records (see [`cursor`]), version 3

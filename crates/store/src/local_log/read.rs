@@ -142,7 +142,10 @@ impl TopicReader {
             let record = Record {
                 offset: row.get(0).map_err(fail)?,
                 id: id.and_then(|b| <[u8; 16]>::try_from(b).ok()).map(u128::from_be_bytes),
-                headers: headers.and_then(|h| serde_json::from_str(&h).ok()),
+                // Text that is not JSON is kept as the string it is: a reader that
+                // needs the headers (a sink) then names it, rather than their loss
+                // passing unseen.
+                headers: headers.map(|h| serde_json::from_str(&h).unwrap_or(serde_json::Value::String(h))),
                 payload: row.get(3).map_err(fail)?,
                 origin_timestamp: row.get(4).map_err(fail)?,
                 appended_at_micros: row.get(5).map_err(fail)?,
