@@ -214,9 +214,7 @@ impl IggyReader {
                 name: group,
                 at: at("").trim_start().to_string(),
             };
-            clear_ghosts(client, &on_topic)
-                .await
-                .map_err(|e| self.failed(live, e, &at("clearing stale members of the")))?;
+            clear_ghosts(client, &on_topic).await.map_err(|e| self.failed(live, e, &at("clearing stale members of the")))?;
             let partitions = client
                 .get_topic(&topic.stream_id, &topic.topic_id)
                 .await
@@ -335,13 +333,7 @@ impl Reader for IggyReader {
         }
         let stored = live
             .client
-            .store_consumer_offset(
-                &self.consumer,
-                &topic.stream_id,
-                &topic.topic_id,
-                Some(batch.partition),
-                last.offset,
-            )
+            .store_consumer_offset(&self.consumer, &topic.stream_id, &topic.topic_id, Some(batch.partition), last.offset)
             .await;
         match stored {
             Ok(()) => Ok(None),
