@@ -8,12 +8,9 @@
 //! position is never applied to a file it was not taken in (see `positions.rs`).
 
 use std::fmt;
-use std::path::Path;
 
 use rusqlite::{Connection, OptionalExtension};
 
-use super::LocalLog;
-use super::read::open_topic;
 use crate::sqlite::{Database, StoreError};
 
 /// The table, created with the topic (format version 3) or added to an older topic
@@ -70,20 +67,15 @@ fn read(connection: &Connection) -> rusqlite::Result<Option<LogId>> {
     .transpose()
 }
 
-/// The stream and topic of the file under `dir` whose identity is `id`, if any (to
-/// say where a position that is not this file's came from).
-pub fn find(dir: &Path, id: LogId) -> Option<(String, String)> {
-    let topics = LocalLog::topics(dir).ok()?;
-    topics.into_iter().map(|t| (t.stream, t.topic)).find(|(stream, topic)| {
-        open_topic(dir, stream, topic).ok().and_then(|database| of(&database).ok().flatten()) == Some(id)
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::local_log::FORMAT;
-    use crate::sqlite;
+    use crate::local_log::{FORMAT, LocalLog};
+    use crate::sqlite::{self, Access};
+
+    fn read_only(path: &std::path::Path) -> Database {
+        sqlite::open_existing(path, &FORMAT, Access::Read).unwrap()
+    }
 
     #[test]
     fn each_topic_file_has_an_identity_of_its_own_which_reads_back_as_hex() {
@@ -97,8 +89,6 @@ mod tests {
         assert_eq!(LogId::parse(&a.to_string()), Some(a));
         assert_eq!(a.to_string().len(), 32);
         assert_eq!(LogId::parse("not hex"), None);
-        assert_eq!(find(dir.path(), b), Some(("s".to_string(), "b".to_string())));
-        assert_eq!(find(dir.path(), LogId(7)), None);
     }
 
     #[test]
@@ -107,10 +97,9 @@ mod tests {
         let path = LocalLog::topic_file(dir.path(), "s", "t");
         let older = sqlite::Format { version: 2, schema: "CREATE TABLE records (x INTEGER)", ..FORMAT };
         drop(sqlite::open_or_create(&path, &older).unwrap());
-        let reader = open_topic(dir.path(), "s", "t").unwrap();
-        assert_eq!(of(&reader).unwrap(), None, "a reader leaves it as it is");
+        assert_eq!(of(&read_only(&path)).unwrap(), None, "a reader leaves it as it is");
         let writer = sqlite::open_or_create(&path, &FORMAT).unwrap();
         let id = of(&writer).unwrap().expect("migrated, it has one");
-        assert_eq!(of(&open_topic(dir.path(), "s", "t").unwrap()).unwrap(), Some(id), "kept");
+        assert_eq!(of(&read_only(&path)).unwrap(), Some(id), "kept");
     }
 }

@@ -17,7 +17,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::identity::{self, LogId};
+use super::identity::LogId;
 use super::{LocalLog, TopicReader};
 use ferry_engine::cursor::Committed;
 use ferry_engine::delivery::LogMark;
@@ -119,7 +119,7 @@ fn check_topic(dir: &Path, stream: &str, topic: &str, at: u64, mark: Option<&Log
     if let Some(taken_in) = mark.and_then(|m| m.log_id.as_deref())
         && Some(taken_in) != log_id.map(|id| id.to_string()).as_deref()
     {
-        let whose = match LogId::parse(taken_in).and_then(|id| identity::find(dir, id)) {
+        let whose = match LogId::parse(taken_in).and_then(|id| whose_file(dir, id)) {
             Some((s, t)) => format!(
                 "{taken_in} is the identity of {s}/{t} ({}): the position belongs to another topic",
                 LocalLog::topic_file(dir, &s, &t).display()
@@ -150,6 +150,15 @@ fn check_topic(dir: &Path, stream: &str, topic: &str, at: u64, mark: Option<&Log
     Ok(Checked { at, reader: Some(reader), log_id })
 }
 
+/// The stream and topic of the file under `dir` whose identity is `id`, if any (to
+/// say where a position that is not this file's came from).
+fn whose_file(dir: &Path, id: LogId) -> Option<(String, String)> {
+    let topics = LocalLog::topics(dir).ok()?;
+    topics.into_iter().map(|t| (t.stream, t.topic)).find(|(stream, topic)| {
+        TopicReader::open(dir, stream, topic).ok().and_then(|reader| reader.identity().ok().flatten()) == Some(id)
+    })
+}
+
 /// An identity as an error shows it.
 fn shown(id: Option<LogId>) -> String {
     id.map_or_else(|| "none: a file of an older ferry".to_string(), |id| id.to_string())
@@ -170,7 +179,7 @@ mod tests {
                 r#"INSERT INTO records ("offset", payload, appended_at, connector) VALUES (?1, x'00', 0, 'c')"#;
             database.connection().execute(insert, [offset]).unwrap();
         }
-        identity::of(&database).unwrap().unwrap()
+        crate::local_log::identity::of(&database).unwrap().unwrap()
     }
 
     /// Check sink positions `at` in `s/t`, committed with a mark at `mark` taken in
