@@ -336,7 +336,7 @@ impl Bench {
         let reader: Arc<dyn Input> = match input {
             In::Log(log) => {
                 let topics = vec![(STREAM.to_string(), log.topic.clone())];
-                Arc::new(LocalLogInput::new(&log.dir, topics, Arc::new(self.state(&name))))
+                Arc::new(LocalLogInput::new(&name, &log.dir, topics, Arc::new(self.state(&name))))
             }
             In::Iggy(server, topic) => {
                 let connection =
@@ -663,7 +663,7 @@ async fn native_log_sink(
         at = records.last().expect("the topic holds every message").offset + 1;
         writer.write(&rows).await;
         let positions = serde_json::to_vec(&json!({ format!("{STREAM}/{topic}"): at })).unwrap();
-        let mark = LogMark { stream: STREAM.into(), topic: topic.clone(), end: at };
+        let mark = LogMark::new(STREAM, topic.clone(), at);
         state.commit(positions, Receipt { marks: vec![mark] }).await.expect("storing the position");
         writer.batch_done();
     }

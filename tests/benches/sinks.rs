@@ -201,7 +201,8 @@ async fn fill(log: &Path, messages: u64, payload: usize) {
 async fn ferry_sink(runtime: &Arc<Runtime>, dir: &Path, kind: &str, batch: u32, messages: u64, run: u32) -> Measured {
     let key = format!("ferry-{kind}-{batch}-{run}");
     let state = StateDir::new(dir.join("state")).open(&key).expect("state");
-    let input = Arc::new(LocalLogInput::new(dir.join("log"), vec![("bench".into(), "t".into())], Arc::new(state)));
+    let input =
+        Arc::new(LocalLogInput::new("bench", dir.join("log"), vec![("bench".into(), "t".into())], Arc::new(state)));
     drain(runtime, dir, &key, kind, input, batch, messages).await
 }
 
@@ -273,7 +274,7 @@ fn native_sink(dir: &Path, kind: &str, batch: u32, messages: u64, run: u32) -> M
         }
         at = records.last().map_or(at, |r| r.offset + 1);
         let positions = serde_json::to_vec(&json!({ "bench/t": at })).unwrap();
-        let receipt = Receipt { marks: vec![LogMark { stream: "bench".into(), topic: "t".into(), end: at }] };
+        let receipt = Receipt { marks: vec![LogMark::new("bench", "t", at)] };
         tokio.block_on(state.commit(positions, receipt)).expect("storing the position");
         if start.is_none() {
             start = Some(Instant::now());

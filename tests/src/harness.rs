@@ -150,7 +150,7 @@ impl Harness {
             plugin_config: plugin_config.to_string(),
             settings: quick_sink_settings(),
             sandbox: Sandbox::default(),
-            input: Arc::new(LocalLogInput::new(self.log.dir(), topics, positions)),
+            input: Arc::new(LocalLogInput::new(key, self.log.dir(), topics, positions)),
             dead_letters: None,
         }
     }

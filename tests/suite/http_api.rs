@@ -81,7 +81,7 @@ fn sample(metrics: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
     })
 }
 
-fn sample_of(metrics: &str, name: &str, key: &str, more: &[(&str, &str)]) -> f64 {
+pub(crate) fn sample_of(metrics: &str, name: &str, key: &str, more: &[(&str, &str)]) -> f64 {
     let mut labels = vec![("connector_key", key)];
     labels.extend_from_slice(more);
     sample(metrics, name, &labels).unwrap_or_else(|| panic!("no {name} for {key} {more:?} in:\n{metrics}"))

@@ -4,12 +4,17 @@
 //! messages again with the offset where it was, dead letters with where they came
 //! from, bisection down to the poison messages, nothing ever dropped. Then graceful
 //! shutdown, and (as a process) bad sink configs, `ferry status` and `ferry state
-//! show`.
+//! show`, the counters of what was written apart from what was dead-lettered, and
+//! positions tampered with (refused, never applied to a file they do not fit), and
+//! records whose stored headers cannot be read (dead-lettered, or skipped by hand).
 
 mod answers;
 mod cli;
+mod counters;
 mod positions;
 mod shutdown;
+mod tampered;
+mod unreadable;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -197,7 +197,7 @@ fn state_and_log_paths_that_are_not_regular_files_are_refused_as_such() {
 #[test]
 fn a_healthy_restart_passes_the_log_check_and_resumes() {
     let (site, _, committed) = site_after_a_run(100);
-    let mark = LogMark { stream: "demo".into(), topic: KEY.into(), end: 100 };
+    let mark = LogMark::new("demo", KEY, 100);
     assert_eq!(committed.receipt.marks, [mark], "the cursor records where the log ended");
     let config = site.config("ferry.toml", &random_config(200));
     let (_, shown) = state_show(&config);

@@ -47,7 +47,7 @@ limits = {{ max_messages_per_batch = 20 }}
 
 /// Run `ferry top ARGS...` to completion, with these environment variables, piped
 /// and with no terminal width to cut lines to.
-fn top(args: &[&str], env: &[(&str, &str)]) -> Output {
+pub(crate) fn top(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut command = Command::new(ferry_binary());
     command.arg("top").args(args).env_remove("COLUMNS").env_remove("FERRY_TEST_API_KEY");
     command.envs(env.iter().copied());
@@ -56,7 +56,7 @@ fn top(args: &[&str], env: &[(&str, &str)]) -> Output {
 
 /// The snapshots top printed (each from its `ferry pid` header to the blank line),
 /// failing the test unless it exited 0.
-fn snapshots(output: &Output) -> Vec<String> {
+pub(crate) fn snapshots(output: &Output) -> Vec<String> {
     let stdout = String::from_utf8_lossy(&output.stdout).to_string();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "ferry top failed: {stderr}\n{stdout}");
@@ -79,7 +79,7 @@ fn column<'a>(snapshot: &'a str, key: &str, name: &str) -> &'a str {
     columns.iter().find(|(n, _)| *n == name).map(|(_, v)| *v).unwrap_or_else(|| panic!("no {name}: {columns:?}"))
 }
 
-fn number(snapshot: &str, key: &str, name: &str) -> f64 {
+pub(crate) fn number(snapshot: &str, key: &str, name: &str) -> f64 {
     let value = column(snapshot, key, name);
     value.parse().unwrap_or_else(|_| panic!("{key}'s {name} is {value:?}, not a number, in:\n{snapshot}"))
 }
@@ -125,7 +125,7 @@ fn trap_and_nacks_in(stats: &Value) -> bool {
 
 /// Read the status file at `path` until `done` holds for it. Ferry rewrites it after
 /// each change and says nothing when it did, so the test looks, as `ferry top` does.
-fn status_until(path: &Path, mut done: impl FnMut(&StatusFile) -> bool) -> StatusFile {
+pub(crate) fn status_until(path: &Path, mut done: impl FnMut(&StatusFile) -> bool) -> StatusFile {
     let deadline = Instant::now() + PATIENCE;
     loop {
         let status = read_status_file(path);

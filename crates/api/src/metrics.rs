@@ -126,7 +126,7 @@ impl Collector for BoardCollector {
             ),
             (
                 "iggy_connector_messages_processed",
-                "Messages a sink settled (written or dead-lettered, its offset stored past them).",
+                "Messages a sink's guest wrote (its offset stored past them; dead letters are counted apart).",
                 each(Some(Role::Sink), |s| s.messages_delivered),
             ),
             (

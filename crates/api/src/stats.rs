@@ -2,7 +2,9 @@
 //! counters, in the shape of Iggy's runtime (`process_id`, `cpu_usage`,
 //! `memory_usage`, `sources_total`, `connectors[]` with `messages_produced` /
 //! `messages_sent` for a source, `messages_consumed` / `messages_processed` for a
-//! sink, `errors`), with Ferry's own counters beside them.
+//! sink, `errors`), with Ferry's own counters beside them. A sink's
+//! `messages_processed` are those its guest wrote; those it could never write are
+//! its `dead_lettered`, counted apart.
 
 use std::sync::Arc;
 

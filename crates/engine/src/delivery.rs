@@ -75,6 +75,19 @@ pub struct LogMark {
     pub stream: String,
     pub topic: String,
     pub end: u64,
+    /// The identity of the log's file the mark was taken in (the local log draws one
+    /// for each topic file it creates), when known: offsets restart in a file deleted
+    /// and created anew, so a mark is only good in the file it was taken in. `None`
+    /// in the marks of an older ferry, and of a source's deliveries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_id: Option<String>,
+}
+
+impl LogMark {
+    /// A mark with no identity of the file.
+    pub fn new(stream: impl Into<String>, topic: impl Into<String>, end: u64) -> Self {
+        LogMark { stream: stream.into(), topic: topic.into(), end, log_id: None }
+    }
 }
 
 impl std::fmt::Display for LogMark {

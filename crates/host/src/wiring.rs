@@ -511,7 +511,10 @@ impl Wiring {
                 };
                 Arc::new(IggyInput::new(iggy.connection(), topics, reading))
             }
-            None => Arc::new(LocalLogInput::new(&config.local_log.path, topics, Arc::new(state))),
+            None => Arc::new(
+                LocalLogInput::new(&sink.key, &config.local_log.path, topics, Arc::new(state))
+                    .in_config_file(&config.file),
+            ),
         }
     }
 }

@@ -42,7 +42,7 @@ use super::connection::{Connection, Live};
 use super::error::RequestError;
 use super::group::{GroupOnTopic, clear_ghosts, restore_offsets};
 use super::messages::from_iggy;
-use ferry_engine::sink::input::{Budget, Input, InputError, OpenError, Reader, SinkBatch};
+use ferry_engine::sink::input::{Budget, Input, InputError, OpenError, Read, Reader, SinkBatch};
 use ferry_engine::status::StartingFrom;
 
 /// A sink's input from an Iggy server.
@@ -250,7 +250,7 @@ impl Reader for IggyReader {
         })
     }
 
-    async fn next(&mut self, budget: Budget) -> Result<Option<SinkBatch>, InputError> {
+    async fn next(&mut self, budget: Budget) -> Result<Option<Read>, InputError> {
         let live = self.live().await?;
         for turn in 0..self.slots.len() {
             let slot = (self.next + turn) % self.slots.len();
@@ -284,7 +284,7 @@ impl Reader for IggyReader {
             };
             // What is trimmed off comes again: the stored offset has not moved.
             budget.trim(&mut batch);
-            return Ok(Some(batch));
+            return Ok(Some(Read::Batch(batch)));
         }
         // Nothing anywhere: a good moment to look for partitions added meanwhile.
         if self.listed.is_some_and(|at| at.elapsed() > RELIST_PARTITIONS) {

@@ -17,7 +17,12 @@ use super::faulty_sink;
 
 /// Run sink `key` (a faulty sink reading `topics`) until it has stored each position
 /// of `until` (`(topic, end)`), then stop it; the positions it committed.
-async fn run_until(h: &Harness, key: &'static str, topics: &[&str], until: &[(&str, u64)]) -> BTreeMap<String, u64> {
+pub(super) async fn run_until(
+    h: &Harness,
+    key: &'static str,
+    topics: &[&str],
+    until: &[(&str, u64)],
+) -> BTreeMap<String, u64> {
     let (sink, _) = faulty_sink(h, key, topics, json!({}));
     let mut running = Running::start(h.host_with(Vec::new(), vec![sink]));
     running.wait_for(&format!("{key} to start"), |e| matches!(e, Event::Started { key: k, .. } if &**k == key)).await;

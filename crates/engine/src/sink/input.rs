@@ -44,15 +44,45 @@ pub trait Reader: Send {
     fn starting_from(&self) -> StartingFrom;
 
     /// The next batch after what this reader read: consecutive messages of one
-    /// partition, within `budget` (see [`Budget::trim`]), or `None` when there is
+    /// partition, within `budget` (see [`Budget::trim`]), or a message that cannot be
+    /// handed over as it is stored (see [`Unreadable`]), or `None` when there is
     /// nothing now.
-    async fn next(&mut self, budget: Budget) -> Result<Option<SinkBatch>, InputError>;
+    async fn next(&mut self, budget: Budget) -> Result<Option<Read>, InputError>;
 
     /// Store, durably, that every message of `batch` is settled: the position of its
     /// partition moves past it. Until this returns `Ok`, the batch is read again by
     /// the next reader. `Ok` carries the generation of the stored positions when the
     /// store counts them (Ferry's state store does; Iggy does not).
     async fn commit(&mut self, batch: &SinkBatch) -> Result<Option<u64>, InputError>;
+}
+
+/// What a reader read next.
+#[derive(Debug, Clone)]
+pub enum Read {
+    Batch(SinkBatch),
+    Unreadable(Unreadable),
+}
+
+/// A stored message that cannot be handed to the guest as it is stored (its headers
+/// do not parse, say). Its partition reads nothing past it until it is settled: sent
+/// to the dead letters and committed like a batch, or skipped by an operator. It is
+/// never dropped unsaid.
+#[derive(Debug, Clone)]
+pub struct Unreadable {
+    /// The message alone, as a batch: its id, payload and timestamps, without what
+    /// cannot be read.
+    pub batch: SinkBatch,
+    /// What is wrong with it, for its dead letter and the log.
+    pub reason: String,
+    /// What an operator does to skip it when there is nowhere to put it (a command).
+    pub skip: String,
+}
+
+impl Unreadable {
+    /// Its offset.
+    pub fn offset(&self) -> u64 {
+        self.batch.messages.first().map_or(0, |m| m.offset)
+    }
 }
 
 /// How much one batch may hold: `messages` (the sink's `batch_length`) and `bytes` of

@@ -16,12 +16,17 @@
 //! guest's hands at a time. A rejection with nowhere to put the rejected messages
 //! (no `dead_letters` configured) is a retry: nothing is ever silently dropped.
 //! Shutdown is looked at between calls, so a call in flight always returns.
+//!
+//! A stored message the reader cannot hand over as it is (see `Unreadable`) never
+//! reaches the guest: it goes to the dead letters, with its reason, and the offset
+//! moves past it; with no dead letters its partition stops there, the error saying
+//! how an operator skips it, while the other partitions go on.
 
 use std::borrow::Cow;
 use std::ops::Range;
 
 use super::SinkConnector;
-use super::input::{Budget, Reader, SinkBatch, end_of};
+use super::input::{Budget, Read, Reader, SinkBatch, Unreadable, end_of};
 use crate::exit::{Exit, FailureStreak};
 use crate::shutdown::Shutdown;
 use crate::status::{Polled, Reporter, Stage, Written};
@@ -63,7 +68,13 @@ impl SinkLoop<'_> {
         while !self.shutdown.is_requested() {
             // 1. Read the next batch.
             let batch = match self.status.polled(self.reader.next(budget)).await {
-                Ok(Some(batch)) => batch,
+                Ok(Some(Read::Batch(batch))) => batch,
+                Ok(Some(Read::Unreadable(unreadable))) => {
+                    if let Err(exit) = self.settle_unreadable(unreadable, &mut backoff, &mut streak).await {
+                        return exit;
+                    }
+                    continue;
+                }
                 Ok(None) => {
                     self.status.idle();
                     self.shutdown.pause(settings.poll_interval).await;
@@ -94,7 +105,14 @@ impl SinkLoop<'_> {
                 Ok(generation) => generation,
                 Err(exit) => return exit,
             };
-            let bytes = batch.messages.iter().map(|m| m.payload.len()).sum();
+            // Bytes written by the guest: a dead letter's were delivered elsewhere.
+            let bytes = batch
+                .messages
+                .iter()
+                .enumerate()
+                .filter(|(index, _)| dead.binary_search_by_key(index, |(at, _)| *at).is_err())
+                .map(|(_, m)| m.payload.len())
+                .sum();
             let at = Written {
                 stream: &batch.stream,
                 topic: &batch.topic,
@@ -110,6 +128,45 @@ impl SinkLoop<'_> {
             backoff.reset();
         }
         Exit::Shutdown
+    }
+
+    /// A message that cannot be handed to the guest: to the dead letters, and the
+    /// offset past it; or, with none configured, said, its partition held where it is.
+    async fn settle_unreadable(
+        &mut self,
+        unreadable: Unreadable,
+        backoff: &mut Backoff,
+        streak: &mut FailureStreak,
+    ) -> Result<(), Exit> {
+        let Unreadable { batch, reason, skip } = &unreadable;
+        let offset = unreadable.offset();
+        let place = (batch.stream.as_str(), batch.topic.as_str(), batch.partition, offset);
+        if self.connector.dead_letters.is_none() {
+            let detail = format!(
+                "{reason}; with no dead_letters configured to take it, nothing more of that partition is read past \
+                 it (the others go on): {skip}"
+            );
+            self.status.unreadable(place, &detail);
+            return Ok(());
+        }
+        self.status.unreadable(place, &format!("{reason}; it goes to the dead letters"));
+        let dead = [(0, reason.clone())];
+        self.deliver_dead_letters(batch, &dead, backoff, streak).await?;
+        let generation = self.commit(batch, backoff, streak).await?;
+        let at = Written {
+            stream: &batch.stream,
+            topic: &batch.topic,
+            partition: batch.partition,
+            end: end_of(batch),
+            messages: 1,
+            dead: 1,
+            generation,
+        };
+        self.status.written(at, 0);
+        self.settled += 1;
+        streak.reset();
+        backoff.reset();
+        Ok(())
     }
 
     /// Hand `batch` to the guest, and then the parts of it the guest could not write,
@@ -263,8 +320,11 @@ fn slice(batch: &SinkBatch, part: &Range<usize>) -> SinkBatch {
     }
 }
 
-impl Polled for SinkBatch {
+impl Polled for Read {
     fn messages(&self) -> usize {
-        self.messages.len()
+        match self {
+            Read::Batch(batch) => batch.messages.len(),
+            Read::Unreadable(unreadable) => unreadable.batch.messages.len(),
+        }
     }
 }

@@ -93,7 +93,10 @@ pub struct ConnectorStatus {
     /// Instances started so far (1 for the first start).
     pub instances: u64,
     pub batches_acked: u64,
+    /// Messages a source delivered, or a sink's guest wrote (its dead letters are
+    /// counted apart, in `dead_lettered`).
     pub messages_delivered: u64,
+    /// Their payload bytes.
     pub bytes_delivered: u64,
     pub nacks: u64,
     /// NACKs (a sink: retries) by reason, `delivery-failed`, `retry`, ...; they add
@@ -114,7 +117,8 @@ pub struct ConnectorStatus {
     /// Guest log lines dropped by the rate limit.
     #[serde(default)]
     pub log_lines_dropped: u64,
-    /// Messages a sink could never write, handed to its dead-letter destination.
+    /// Messages a sink could never write, handed to its dead-letter destination
+    /// (not in `messages_delivered`: the two add up to the messages it settled).
     #[serde(default)]
     pub dead_lettered: u64,
     /// Messages a source's guest produced (in batches delivered or not), or a sink
@@ -160,6 +164,16 @@ pub enum Event {
         key: Arc<str>,
         reason: String,
     },
+    /// A sink read a message it cannot hand to its guest as it is stored (see
+    /// `sink::input::Unreadable`): where, and what became of it.
+    Unreadable {
+        key: Arc<str>,
+        stream: String,
+        topic: String,
+        partition: u32,
+        offset: u64,
+        detail: String,
+    },
     /// A sink could not read its input, deliver its dead letters, or store its offset.
     InputFailed {
         key: Arc<str>,
@@ -201,6 +215,7 @@ impl Event {
             | Event::Nacked { key, .. }
             | Event::Written { key, .. }
             | Event::Retried { key, .. }
+            | Event::Unreadable { key, .. }
             | Event::InputFailed { key, .. }
             | Event::GuestError { key, .. }
             | Event::Trapped { key, .. }

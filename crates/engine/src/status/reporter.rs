@@ -186,8 +186,10 @@ impl Reporter {
         });
     }
 
-    /// A sink's batch is settled: `messages` written, `dead` of them dead-lettered,
-    /// and the offset past them stored.
+    /// A sink's batch is settled: of its `messages`, `dead` dead-lettered and the
+    /// others written (`bytes` of payload), and the offset past them stored. The
+    /// written and the dead-lettered are counted apart, so that they add up to what
+    /// was read.
     pub fn written(&self, at: Written<'_>, bytes: usize) {
         let Written { stream, topic, partition, end, messages, dead, generation } = at;
         tracing::debug!(stream, topic, partition, end, messages, dead, bytes, "batch written, offset stored");
@@ -213,7 +215,7 @@ impl Reporter {
         self.update(event, |s| {
             s.phase = Phase::Running;
             s.batches_acked += 1;
-            s.messages_delivered += messages as u64;
+            s.messages_delivered += messages.saturating_sub(dead) as u64;
             s.bytes_delivered += bytes as u64;
             s.dead_lettered += dead as u64;
             s.consecutive_nacks = 0;
@@ -234,6 +236,26 @@ impl Reporter {
             s.consecutive_nacks += 1;
             s.last_error = Some(last_error);
         });
+    }
+
+    /// A sink read a message it cannot hand to its guest as it is stored, at `at`
+    /// (stream, topic, partition, offset): `detail` says why and what becomes of it.
+    pub fn unreadable(&self, at: (&str, &str, u32, u64), detail: &str) {
+        let (stream, topic, partition, offset) = at;
+        let detail = guest_text::clean(
+            &format!("{stream}/{topic} partition {partition} offset {offset}: {detail}"),
+            MAX_MESSAGE,
+        );
+        self.problem_line(|| tracing::warn!(stream, topic, partition, offset, "{detail}"));
+        let event = Event::Unreadable {
+            key: self.key.clone(),
+            stream: stream.to_string(),
+            topic: topic.to_string(),
+            partition,
+            offset,
+            detail: detail.clone(),
+        };
+        self.update(event, |s| s.last_error = Some(detail));
     }
 
     /// A sink could not read its input, deliver its dead letters, or store its offset:

@@ -1,4 +1,4 @@
-//! `ferry log read` and `ferry log topics`.
+//! `ferry log read`, `ferry log topics` and `ferry log skip`.
 
 use std::io::Write;
 use std::path::Path;
@@ -6,7 +6,8 @@ use std::process::ExitCode;
 
 use anyhow::{Result, bail};
 use ferry_config::Config;
-use ferry_store::local_log::LocalLog;
+use ferry_store::local_log::{LocalLog, skip_unreadable};
+use ferry_store::state::StateDir;
 
 pub fn read(path: &Path, stream: Option<&str>, topic: Option<&str>, from: u64, limit: Option<u64>) -> Result<ExitCode> {
     let config = Config::load(path)?;
@@ -62,5 +63,34 @@ pub fn topics(path: &Path) -> Result<ExitCode> {
     for topic in topics {
         println!("{}/{}: {} records", topic.stream, topic.topic, topic.records);
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `ferry log skip`: sink `key`'s position in `stream`/`topic` moved past the record at
+/// `offset`, which it cannot read.
+pub fn skip(path: &Path, key: &str, (stream, topic): (&str, &str), offset: u64) -> Result<ExitCode> {
+    let config = Config::load(path)?;
+    let file = config.file.display();
+    let Some(sink) = config.sink(key) else { bail!("{file}: no sink has the key `{key}`") };
+    if config.iggy.is_some() {
+        bail!(
+            "{file}: sink `{key}` reads from Iggy, whose server keeps its offsets: there is no position to move here"
+        );
+    }
+    if !sink.topics().any(|read| read == (stream, topic)) {
+        bail!("{file}: sink `{key}` does not read {stream}/{topic}");
+    }
+    let states = StateDir::new(config.state_dir_of(sink));
+    let state = states.open(key).map_err(|e| anyhow::anyhow!("cannot skip for sink `{key}`: {e}"))?;
+    let skipped = skip_unreadable(&config.local_log.path, &state, key, &config.file, (stream, topic), offset)
+        .map_err(|e| anyhow::anyhow!("cannot skip {stream}/{topic} offset {offset} for sink `{key}`: {e}"))?;
+    println!(
+        "{key}: skipped {stream}/{topic} offset {offset} ({}); its position there is now {} (generation {}); the \
+         record stays in the log:",
+        skipped.problem,
+        offset + 1,
+        skipped.generation
+    );
+    println!("{}", skipped.record.to_json());
     Ok(ExitCode::SUCCESS)
 }

@@ -221,7 +221,7 @@ enum Command {
         #[command(subcommand)]
         command: ConfigCommand,
     },
-    /// Read the local log, the embedded delivery target.
+    /// Read the local log, the embedded delivery target; skip a record a sink cannot read.
     Log {
         #[command(subcommand)]
         command: LogCommand,
@@ -378,6 +378,26 @@ enum LogCommand {
     },
     /// List the topics in the local log and how many records each holds.
     Topics { config: PathBuf },
+    /// Move a sink's position past a record it cannot read (its stored headers do not
+    /// parse), where the sink stopped for want of dead_letters to take it.
+    ///
+    /// Only that record: the sink's position in the topic must be OFFSET, and the
+    /// record there must be unreadable. The record stays in the log (nothing is
+    /// deleted); the position past it is committed as the sink's next generation.
+    /// Refused while a ferry process runs the sink.
+    Skip {
+        config: PathBuf,
+        /// The sink's key.
+        #[arg(long)]
+        key: String,
+        #[arg(long)]
+        stream: String,
+        #[arg(long)]
+        topic: String,
+        /// The offset of the record to skip.
+        #[arg(long)]
+        offset: u64,
+    },
 }
 
 pub fn main() -> ExitCode {
@@ -417,6 +437,9 @@ pub fn main() -> ExitCode {
             log::read(&config, stream.as_deref(), topic.as_deref(), from, limit)
         }
         Command::Log { command: LogCommand::Topics { config } } => log::topics(&config),
+        Command::Log { command: LogCommand::Skip { config, key, stream, topic, offset } } => {
+            log::skip(&config, &key, (&stream, &topic), offset)
+        }
         Command::Config { command: ConfigCommand::FromIggy { config } } => config::from_iggy(&config),
         Command::Status { config, json } => status::status(&config, json),
         Command::Top { config, interval, iterations, once } => {

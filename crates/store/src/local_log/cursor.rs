@@ -132,7 +132,7 @@ impl LoggedCursor {
                 // every topic, so it is produced again from the file's cursor.
                 _ => return Ok(in_file),
             };
-            marks.push(LogMark { stream: stream.clone(), topic: topic.clone(), end: kept.log_end });
+            marks.push(LogMark::new(stream.clone(), topic.clone(), kept.log_end));
             if oldest.as_ref().is_none_or(|o| kept.cursor.generation < o.generation) {
                 oldest = Some(kept.cursor);
             }
@@ -261,7 +261,7 @@ mod tests {
 
         let loaded = cursor.load().await.unwrap().unwrap();
         assert_eq!((loaded.state.as_slice(), loaded.generation), (&b"two"[..], 2));
-        assert_eq!(loaded.receipt.marks, [LogMark { stream: "s".into(), topic: "t".into(), end: 5 }]);
+        assert_eq!(loaded.receipt.marks, [LogMark::new("s", "t", 5)]);
         let in_file = site.states.read(KEY).unwrap().unwrap();
         assert_eq!((in_file.state, in_file.generation), (b"two".to_vec(), 2), "the state file caught up");
         let next = cursor.commit(b"three".to_vec(), Receipt::default()).await.unwrap();

@@ -3,9 +3,11 @@
 //!
 //! The committed positions are one JSON object, `{"stream/topic": next offset}`
 //! (what `ferry state show` prints), saved with a receipt that marks the same
-//! positions, so that a log which later lost what a sink already read past is
-//! noticed at start (see `LocalLog::verify_cursor`): appending there again would
-//! reuse offsets the sink skips. The position of a topic the sink does not read now
+//! positions and the identity of each file read, so that a log which later lost
+//! what a sink already read past is noticed at start (see `LocalLog::verify_cursor`):
+//! appending there again would reuse offsets the sink skips. Each instance checks the
+//! positions against the files before it reads (see `positions.rs`): positions that
+//! do not fit refuse the sink. The position of a topic the sink does not read now
 //! (left out of its config for a while) is kept as it was, mark and all: it is
 //! committed progress, and the topic goes on from there when it is back.
 
@@ -15,15 +17,23 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 
+use super::identity::LogId;
+use super::positions::{self, name_of};
 use super::{LocalLog, Record, TopicReader, headers_from_json};
 use ferry_contract::Uint128;
 use ferry_engine::cursor::{CursorStore, StateError};
 use ferry_engine::delivery::{LogMark, Receipt};
-use ferry_engine::sink::input::{Budget, Input, InputError, OpenError, Reader, SinkBatch, StoredMessage, end_of};
+use ferry_engine::sink::input::{
+    Budget, Input, InputError, OpenError, Read, Reader, SinkBatch, StoredMessage, Unreadable, end_of,
+};
 use ferry_engine::status::StartingFrom;
 
 /// A sink's input from the local log under `dir`.
 pub struct LocalLogInput {
+    /// The sink's key, and the config file it is in when known: for the words of a
+    /// refusal.
+    key: String,
+    config_file: Option<PathBuf>,
     dir: PathBuf,
     /// Stream and topic of each topic read, in the order they are read.
     topics: Vec<(String, String)>,
@@ -31,25 +41,21 @@ pub struct LocalLogInput {
 }
 
 impl LocalLogInput {
-    /// Reading `topics` of the log in `dir`, keeping positions in `positions`.
-    pub fn new(dir: impl Into<PathBuf>, topics: Vec<(String, String)>, positions: Arc<dyn CursorStore>) -> Self {
-        LocalLogInput { dir: dir.into(), topics, positions }
+    /// Sink `key` reading `topics` of the log in `dir`, keeping positions in `positions`.
+    pub fn new(
+        key: &str,
+        dir: impl Into<PathBuf>,
+        topics: Vec<(String, String)>,
+        positions: Arc<dyn CursorStore>,
+    ) -> Self {
+        LocalLogInput { key: key.to_string(), config_file: None, dir: dir.into(), topics, positions }
     }
-}
 
-/// Committed positions, `{"stream/topic": offset}`: anything else (a source's
-/// cursor under this key, say) is not a sink's and must not be overwritten.
-fn positions(state: &[u8]) -> Result<BTreeMap<String, u64>, String> {
-    let positions: BTreeMap<String, u64> = serde_json::from_slice(state).map_err(|e| e.to_string())?;
-    match positions.keys().find(|name| name.split_once('/').is_none_or(|(s, t)| s.is_empty() || t.is_empty())) {
-        Some(name) => Err(format!("{name:?} does not name a stream/topic")),
-        None => Ok(positions),
+    /// The config file the sink is in, which a refusal's `ferry state reset` names.
+    pub fn in_config_file(mut self, file: impl Into<PathBuf>) -> Self {
+        self.config_file = Some(file.into());
+        self
     }
-}
-
-/// The name a topic's position is kept under.
-fn name_of(stream: &str, topic: &str) -> String {
-    format!("{stream}/{topic}")
 }
 
 #[async_trait]
@@ -61,7 +67,7 @@ impl Input for LocalLogInput {
         })?;
         let mut kept = match &committed {
             None => BTreeMap::new(),
-            Some(committed) => positions(&committed.state).map_err(|problem| {
+            Some(committed) => positions::parse(&committed.state).map_err(|problem| {
                 OpenError::Untrusted(format!(
                     "the committed state is not a sink's positions ({problem}): {}; it is left as it is \
                      (`ferry state show`, `ferry state reset`)",
@@ -69,12 +75,26 @@ impl Input for LocalLogInput {
                 ))
             })?,
         };
+        let (dir, topics, committed_now, at) = (self.dir.clone(), self.topics.clone(), committed.clone(), kept.clone());
+        let checked = tokio::task::spawn_blocking(move || positions::check(&dir, committed_now.as_ref(), &at, &topics))
+            .await
+            .map_err(|e| OpenError::Failed(InputError(format!("the task checking the positions failed: {e}"))))?
+            .map_err(|untrusted| OpenError::Untrusted(untrusted.explain(&self.key, self.config_file.as_deref())))?;
         let topics = self
             .topics
             .iter()
-            .map(|(stream, topic)| {
-                let at = kept.remove(&name_of(stream, topic)).unwrap_or(0);
-                TopicState { stream: stream.clone(), topic: topic.clone(), reader: None, read: at, committed: at }
+            .zip(checked)
+            .map(|((stream, topic), checked)| {
+                kept.remove(&name_of(stream, topic));
+                TopicState {
+                    stream: stream.clone(),
+                    topic: topic.clone(),
+                    reader: checked.reader.map(|reader| Arc::new(Mutex::new(reader))),
+                    log_id: checked.log_id,
+                    held_at: None,
+                    read: checked.at,
+                    committed: checked.at,
+                }
             })
             .collect();
         let kept_marks = committed
@@ -83,7 +103,9 @@ impl Input for LocalLogInput {
             .filter(|mark| kept.contains_key(&name_of(&mark.stream, &mark.topic)))
             .cloned()
             .collect();
+        let config = self.config_file.as_ref().map_or_else(|| "CONFIG".to_string(), |f| f.display().to_string());
         Ok(Box::new(LocalLogReader {
+            skip_command: format!("ferry log skip {config} --key {}", self.key),
             dir: self.dir.clone(),
             topics,
             next: 0,
@@ -96,6 +118,8 @@ impl Input for LocalLogInput {
 }
 
 struct LocalLogReader {
+    /// `ferry log skip CONFIG --key KEY`, for the error of a record it cannot read.
+    skip_command: String,
     dir: PathBuf,
     topics: Vec<TopicState>,
     /// The topic to look at first next time: topics take turns.
@@ -114,6 +138,11 @@ struct TopicState {
     topic: String,
     /// Opened once the topic's file exists.
     reader: Option<Arc<Mutex<TopicReader>>>,
+    /// The identity of that file, stored with the position.
+    log_id: Option<LogId>,
+    /// The offset of a record it could not read, handed over as unreadable: nothing
+    /// past it is read until it is committed (dead-lettered).
+    held_at: Option<u64>,
     /// The offset to read next.
     read: u64,
     /// The offset committed.
@@ -126,19 +155,34 @@ impl Reader for LocalLogReader {
         StartingFrom::generation(self.generation)
     }
 
-    async fn next(&mut self, budget: Budget) -> Result<Option<SinkBatch>, InputError> {
+    async fn next(&mut self, budget: Budget) -> Result<Option<Read>, InputError> {
         for turn in 0..self.topics.len() {
             let index = (self.next + turn) % self.topics.len();
+            if self.topics[index].held_at.is_some() {
+                continue;
+            }
             let records = read(&self.dir, &mut self.topics[index], budget.messages).await?;
             if records.is_empty() {
                 continue;
             }
             let topic = &mut self.topics[index];
-            let mut batch = batch_of(&topic.stream, &topic.topic, records)?;
-            budget.trim(&mut batch);
-            topic.read = end_of(&batch);
             self.next = index + 1;
-            return Ok(Some(batch));
+            let read = match batch_of(&topic.stream, &topic.topic, records) {
+                (mut batch, _) if !batch.messages.is_empty() => {
+                    budget.trim(&mut batch);
+                    Read::Batch(batch)
+                }
+                (_, Some((record, problem))) => {
+                    topic.held_at = Some(record.offset);
+                    Read::Unreadable(unreadable(topic, record, problem, &self.skip_command))
+                }
+                (_, None) => continue,
+            };
+            topic.read = match &read {
+                Read::Batch(batch) => end_of(batch),
+                Read::Unreadable(unreadable) => end_of(&unreadable.batch),
+            };
+            return Ok(Some(read));
         }
         Ok(None)
     }
@@ -149,6 +193,9 @@ impl Reader for LocalLogReader {
                 InputError(format!("{}/{} is not a topic this sink reads", batch.stream, batch.topic))
             })?;
         topic.committed = end_of(batch);
+        if topic.held_at.is_some_and(|held| held < topic.committed) {
+            topic.held_at = None;
+        }
         let mut positions = self.kept.clone();
         positions.extend(self.topics.iter().map(|t| (name_of(&t.stream, &t.topic), t.committed)));
         let state = serde_json::to_vec(&positions).expect("a map of numbers serializes");
@@ -156,6 +203,7 @@ impl Reader for LocalLogReader {
             stream: t.stream.clone(),
             topic: t.topic.clone(),
             end: t.committed,
+            log_id: t.log_id.map(|id| id.to_string()),
         });
         let marks = self.kept_marks.iter().cloned().chain(read_now).collect();
         self.positions
@@ -176,10 +224,15 @@ async fn read(dir: &std::path::Path, topic: &mut TopicState, max: u32) -> Result
                 return Ok(Vec::new());
             }
             let (dir, stream, name) = (dir.to_path_buf(), topic.stream.clone(), topic.topic.clone());
-            let opened = tokio::task::spawn_blocking(move || TopicReader::open(&dir, &stream, &name))
-                .await
-                .map_err(|e| InputError(format!("the reading task failed: {e}")))?
-                .map_err(|e| InputError(e.to_string()))?;
+            let (opened, log_id) = tokio::task::spawn_blocking(move || {
+                let reader = TopicReader::open(&dir, &stream, &name)?;
+                let log_id = reader.identity()?;
+                Ok::<_, crate::sqlite::StoreError>((reader, log_id))
+            })
+            .await
+            .map_err(|e| InputError(format!("the reading task failed: {e}")))?
+            .map_err(|e| InputError(e.to_string()))?;
+            topic.log_id = log_id;
             topic.reader.insert(Arc::new(Mutex::new(opened))).clone()
         }
     };
@@ -191,25 +244,53 @@ async fn read(dir: &std::path::Path, topic: &mut TopicState, max: u32) -> Result
 }
 
 /// Records of one topic as the batch a sink receives (the local log has one
-/// partition per topic: 0).
-fn batch_of(stream: &str, topic: &str, records: Vec<Record>) -> Result<SinkBatch, InputError> {
-    let messages = records
-        .into_iter()
-        .map(|record| {
-            let headers = match &record.headers {
-                Some(json) => headers_from_json(json)
-                    .map_err(|e| InputError(format!("{stream}/{topic} offset {}: {e}", record.offset)))?,
-                None => Vec::new(),
-            };
-            Ok(StoredMessage {
-                offset: record.offset,
-                id: Uint128::from(record.id.unwrap_or(0)),
-                timestamp: record.appended_at_micros,
-                origin_timestamp: record.origin_timestamp,
-                headers,
-                payload: record.payload,
-            })
-        })
-        .collect::<Result<_, InputError>>()?;
-    Ok(SinkBatch { stream: stream.to_string(), topic: topic.to_string(), partition: 0, messages })
+/// partition per topic: 0), up to the first whose headers do not parse, which comes
+/// back apart with what is wrong with it.
+fn batch_of(stream: &str, topic: &str, records: Vec<Record>) -> (SinkBatch, Option<(Record, String)>) {
+    let mut messages = Vec::with_capacity(records.len());
+    let mut unreadable = None;
+    for record in records {
+        let headers = match &record.headers {
+            Some(json) => match headers_from_json(json) {
+                Ok(headers) => headers,
+                Err(problem) => {
+                    unreadable = Some((record, problem));
+                    break;
+                }
+            },
+            None => Vec::new(),
+        };
+        messages.push(message_of(record, headers));
+    }
+    (SinkBatch { stream: stream.to_string(), topic: topic.to_string(), partition: 0, messages }, unreadable)
+}
+
+fn message_of(record: Record, headers: Vec<ferry_contract::Header>) -> StoredMessage {
+    StoredMessage {
+        offset: record.offset,
+        id: Uint128::from(record.id.unwrap_or(0)),
+        timestamp: record.appended_at_micros,
+        origin_timestamp: record.origin_timestamp,
+        headers,
+        payload: record.payload,
+    }
+}
+
+/// `record` of `topic`, whose headers do not parse (`problem`), handed over without
+/// them: for the dead letters, or for an operator to skip with `skip_command`.
+fn unreadable(topic: &TopicState, record: Record, problem: String, skip_command: &str) -> Unreadable {
+    let (stream, name, offset) = (&topic.stream, &topic.topic, record.offset);
+    Unreadable {
+        reason: format!("its headers as the local log stores them cannot be read ({problem})"),
+        skip: format!(
+            "to skip it (it stays in the log), stop the sink and run `{skip_command} --stream {stream} --topic {name} \
+             --offset {offset}`, or configure dead_letters to take it"
+        ),
+        batch: SinkBatch {
+            stream: stream.clone(),
+            topic: name.clone(),
+            partition: 0,
+            messages: vec![message_of(record, Vec::new())],
+        },
+    }
 }

@@ -10,12 +10,17 @@
 //! append counts as delivered only if, after its commit, the topic's path still names
 //! the file written to: a file deleted or replaced under a running ferry fails every
 //! delivery to it from then on, and is never silently created anew (its offsets would
-//! start over at 0, behind every committed cursor).
+//! start over at 0, behind every committed cursor). Each topic file has an identity
+//! of its own (see [`identity`]), which a sink's positions keep, so that a position
+//! is never applied to a file it was not taken in (see [`positions`]).
 
 mod cursor;
+mod identity;
 mod input;
+mod positions;
 mod read;
 mod record;
+mod skip;
 mod verify;
 
 use std::collections::HashMap;
@@ -31,12 +36,15 @@ use ferry_contract::Message;
 use ferry_engine::delivery::{Delivery, DeliveryError, LogMark, Receipt, StagedCursor, Target};
 
 pub use cursor::LoggedCursor;
+pub use identity::LogId;
 pub use input::LocalLogInput;
 pub use read::TopicReader;
 pub use record::{Record, headers_from_json, headers_json};
+pub use skip::{Skipped, skip_unreadable};
 pub use verify::LogCheckError;
 
-/// Version 2 added the cursors kept beside the records (see [`cursor`]).
+/// Version 2 added the cursors kept beside the records (see [`cursor`]), version 3
+/// the file's identity (see [`identity`]).
 const FORMAT: Format = Format {
     what: "local log topic",
     schema: concat!(
@@ -50,10 +58,12 @@ const FORMAT: Format = Format {
         connector TEXT NOT NULL
     );
     "#,
-        cursor::table!()
+        cursor::table!(),
+        ";\n",
+        identity::table!()
     ),
-    version: 2,
-    migrations: &[Migration { from: 1, sql: cursor::table!() }],
+    version: 3,
+    migrations: &[Migration { from: 1, sql: cursor::table!() }, Migration { from: 2, sql: identity::table!() }],
 };
 
 /// The open database of each (stream, topic) appended to so far.
@@ -111,7 +121,7 @@ impl Target for LocalLog {
             .await
             .map_err(|e| DeliveryError::Failed(format!("local log append task failed: {e}")))?
             .map_err(|e| DeliveryError::Failed(e.to_string()))?;
-            receipt.marks.push(LogMark { stream: stream.stream.clone(), topic: stream.topic.clone(), end });
+            receipt.marks.push(LogMark::new(stream.stream.clone(), stream.topic.clone(), end));
         }
         Ok(receipt)
     }

@@ -5,6 +5,7 @@ use std::path::Path;
 
 use rusqlite::params;
 
+use super::identity::{self, LogId};
 use super::{FORMAT, LocalLog, Record};
 use crate::sqlite::{self, Access, Database, StoreError};
 
@@ -86,6 +87,25 @@ impl TopicReader {
         Ok(TopicReader { database: open_topic(dir, stream, topic)? })
     }
 
+    /// The file's identity (`None` for a file of an older format no writer opened since).
+    pub fn identity(&self) -> Result<Option<LogId>, StoreError> {
+        identity::of(&self.database)
+    }
+
+    /// The offset after the last record (0 when there is none).
+    pub fn end(&self) -> Result<u64, StoreError> {
+        let database = &self.database;
+        database
+            .connection()
+            .query_row(r#"SELECT coalesce(max("offset") + 1, 0) FROM records"#, [], |row| row.get(0))
+            .map_err(|e| database.error("cannot read the local log topic", e))
+    }
+
+    /// The file it reads.
+    pub fn path(&self) -> &Path {
+        self.database.path()
+    }
+
     /// At most `limit` records from offset `from`, in order.
     pub fn read(&self, from: u64, limit: u64) -> Result<Vec<Record>, StoreError> {
         let mut records = Vec::new();
@@ -122,7 +142,10 @@ impl TopicReader {
             let record = Record {
                 offset: row.get(0).map_err(fail)?,
                 id: id.and_then(|b| <[u8; 16]>::try_from(b).ok()).map(u128::from_be_bytes),
-                headers: headers.and_then(|h| serde_json::from_str(&h).ok()),
+                // Text that is not JSON is kept as the string it is: a reader that
+                // needs the headers (a sink) then names it, rather than their loss
+                // passing unseen.
+                headers: headers.map(|h| serde_json::from_str(&h).unwrap_or(serde_json::Value::String(h))),
                 payload: row.get(3).map_err(fail)?,
                 origin_timestamp: row.get(4).map_err(fail)?,
                 appended_at_micros: row.get(5).map_err(fail)?,

@@ -10,12 +10,14 @@
 //!
 //! A sink reading the local log keeps such marks with its positions (what it read
 //! there): a log that lost records below them was damaged too, and is named the same
-//! way, in a sink's words.
+//! way, in a sink's words. Its positions must also fit the files now there (see
+//! `positions.rs`: not past their end, taken in the same file): positions that do
+//! not are named here too, before anything starts.
 
 use std::ops::RangeInclusive;
 use std::path::Path;
 
-use super::LocalLog;
+use super::{LocalLog, positions};
 use crate::sqlite::StoreError;
 use ferry_config::Config;
 use ferry_contract::Role;
@@ -39,6 +41,9 @@ pub enum LogCheckError {
     Unreadable(StoreError),
     #[error("cannot check the local log against the committed cursor: {0}")]
     State(StateError),
+    /// A sink's positions do not fit the files of the log (see `positions.rs`).
+    #[error("{0}")]
+    Positions(String),
 }
 
 impl LocalLog {
@@ -56,10 +61,16 @@ impl LocalLog {
         if config.iggy.is_some() {
             return Ok(());
         }
-        match cursor.committed().map_err(LogCheckError::State)? {
-            Some(committed) => verify_receipt(self, &config.file, key, role, &committed),
-            None => Ok(()),
+        let Some(committed) = cursor.committed().map_err(LogCheckError::State)? else { return Ok(()) };
+        if let Some(sink) = config.sink(key).filter(|_| role == Role::Sink)
+            // State that is not positions at all refuses the sink when it opens its input.
+            && let Ok(at) = positions::parse(&committed.state)
+        {
+            let topics: Vec<(String, String)> = sink.topics().map(|(s, t)| (s.to_string(), t.to_string())).collect();
+            positions::check(self.dir(), Some(&committed), &at, &topics)
+                .map_err(|untrusted| LogCheckError::Positions(untrusted.explain(key, Some(&config.file))))?;
         }
+        verify_receipt(self, &config.file, key, role, &committed)
     }
 }
 
@@ -186,7 +197,7 @@ mod tests {
     use ferry_engine::delivery::Receipt;
 
     fn committed(marks: &[(&str, &str, u64)]) -> Committed {
-        let marks = marks.iter().map(|(s, t, end)| LogMark { stream: s.to_string(), topic: t.to_string(), end: *end });
+        let marks = marks.iter().map(|(s, t, end)| LogMark::new(*s, *t, *end));
         Committed { state: vec![], generation: 52, committed_at_micros: 0, receipt: Receipt { marks: marks.collect() } }
     }
 

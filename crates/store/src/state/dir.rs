@@ -361,7 +361,7 @@ mod tests {
     use ferry_engine::delivery::LogMark;
 
     fn receipt(end: u64) -> Receipt {
-        Receipt { marks: vec![LogMark { stream: "demo".into(), topic: "random".into(), end }] }
+        Receipt { marks: vec![LogMark::new("demo", "random", end)] }
     }
 
     /// Frames in the write-ahead log not yet checkpointed (copied into the database),

@@ -72,7 +72,7 @@ pub(super) struct StatsConnector {
     /// A source's messages delivered.
     #[serde(default)]
     pub messages_sent: Option<u64>,
-    /// A sink's messages written (or dead-lettered).
+    /// A sink's messages written (its dead letters are `dead_lettered`).
     #[serde(default)]
     pub messages_processed: Option<u64>,
     #[serde(default)]
