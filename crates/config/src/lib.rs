@@ -242,8 +242,9 @@ impl Config {
     ) -> Result<Config, ConfigError> {
         let error = |problem: String| ConfigError { file: path.to_path_buf(), problem };
         // An Iggy connectors runtime file is read as the Ferry config it means.
+        let vars: Vec<(String, String)> = vars.into_iter().collect();
         let translated;
-        let text = match iggy_runtime::as_ferry(path, text).map_err(error)? {
+        let text = match iggy_runtime::as_ferry(path, text, &vars).map_err(error)? {
             Some(ferry) => {
                 translated = ferry;
                 translated.as_str()

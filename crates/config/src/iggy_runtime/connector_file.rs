@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use ferry_contract::Role;
 use serde::Deserialize as _;
 
+use super::env::IggyEnv;
 use super::{Keys, not_yet};
 use crate::{SinkConfig, SourceConfig};
 
@@ -35,10 +36,10 @@ pub(super) struct Connector {
 }
 
 /// The active version of every connector in `dir`, by role and key.
-pub(super) fn active(dir: &Path) -> Result<Vec<Connector>, String> {
+pub(super) fn active(dir: &Path, env: &mut IggyEnv) -> Result<Vec<Connector>, String> {
     let mut versions: BTreeMap<(&str, String), BTreeMap<u64, Connector>> = BTreeMap::new();
     for file in connector_files(dir)? {
-        let (role, key, version, connector) = read(&file)?;
+        let (role, key, version, connector) = read(&file, env)?;
         let known = versions.entry((role.noun(), key.clone())).or_default();
         if let Some(other) = known.get(&version) {
             return Err(format!(
@@ -124,11 +125,16 @@ fn pins(dir: &Path) -> Result<BTreeMap<(&'static str, String), u64>, String> {
 }
 
 /// One connector file: its role, key and version, and what it means to ferry.
-fn read(file: &Path) -> Result<(Role, String, u64, Connector), String> {
+fn read(file: &Path, env: &mut IggyEnv) -> Result<(Role, String, u64, Connector), String> {
     let text = ferry_contract::files::read_regular_text(file, crate::MAX_CONFIG_BYTES, "the file", "the limit")
         .map_err(|e| format!("{}: {}", file.display(), e.problem))?;
-    let table: toml::Table =
+    let mut table: toml::Table =
         toml::from_str(&text).map_err(|e| format!("{}: {}", file.display(), e.to_string().trim()))?;
+    // Iggy's overrides for this key (of every version), by its type and key as written.
+    let named = |name: &str| table.get(name).and_then(toml::Value::as_str).map(str::to_string);
+    if let (Some(role), Some(key)) = (named("type"), named("key")) {
+        env.apply_connector(&role, &key, &mut table).map_err(|p| format!("{}: {p}", file.display()))?;
+    }
     let mut keys = Keys::new(file, "", table);
     let role = match keys.string("type")?.as_deref() {
         Some("source") => Role::Source,

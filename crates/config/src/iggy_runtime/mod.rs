@@ -14,10 +14,12 @@
 //!
 //! * `runtime_file.rs`: the runtime's file, section by section;
 //! * `connector_file.rs`: one connector file, and the active version of each key;
-//! * `components.rs`: the component a native plugin's `path` stands for.
+//! * `components.rs`: the component a native plugin's `path` stands for;
+//! * `env.rs`: Iggy's `IGGY_CONNECTORS_*` environment overrides.
 
 mod components;
 mod connector_file;
+mod env;
 mod runtime_file;
 
 use std::path::Path;
@@ -31,8 +33,11 @@ pub fn is_iggy_runtime(document: &toml::Table) -> bool {
 /// The Ferry config that the Iggy runtime file `file` (parsed as `document`) and the
 /// connector files it names mean, as a TOML document; every problem names the file
 /// it is in.
-pub fn translate(file: &Path, document: toml::Table) -> Result<toml::Table, String> {
-    runtime_file::translate(file, document)
+pub fn translate(file: &Path, document: toml::Table, vars: &[(String, String)]) -> Result<toml::Table, String> {
+    let mut env = env::IggyEnv::new(vars);
+    let ferry = runtime_file::translate(file, document, &mut env)?;
+    env.finish()?;
+    Ok(ferry)
 }
 
 /// The keys of one table of an Iggy file, taken one by one as they are understood,
@@ -111,14 +116,15 @@ fn not_yet(at: String, what: &str, instead: &str) -> String {
 }
 
 /// When `text` (read from `file`) is an Iggy runtime file, the text of the Ferry
-/// config it means (what `ferry config from-iggy` prints, and `ferry run` runs).
-pub fn as_ferry(file: &Path, text: &str) -> Result<Option<String>, String> {
+/// config it means with Iggy's overrides among `vars` applied (what `ferry config
+/// from-iggy` prints, and `ferry run` runs).
+pub fn as_ferry(file: &Path, text: &str, vars: &[(String, String)]) -> Result<Option<String>, String> {
     // A file that is not TOML is left to the Ferry parser, which says where.
     let Ok(document) = toml::from_str::<toml::Table>(text) else { return Ok(None) };
     if !is_iggy_runtime(&document) {
         return Ok(None);
     }
-    let ferry = translate(file, document)?;
+    let ferry = translate(file, document, vars)?;
     let text = toml::to_string(&ferry).map_err(|e| format!("{}: {e}", file.display()))?;
     Ok(Some(text))
 }

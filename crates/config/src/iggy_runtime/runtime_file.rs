@@ -9,10 +9,12 @@ use std::path::{Path, PathBuf};
 
 use super::components::Components;
 use super::connector_file;
+use super::env::IggyEnv;
 use super::{Keys, not_yet};
 
 /// The Ferry config `document`, the runtime file `file`, means.
-pub(super) fn translate(file: &Path, mut document: toml::Table) -> Result<toml::Table, String> {
+pub(super) fn translate(file: &Path, mut document: toml::Table, env: &mut IggyEnv) -> Result<toml::Table, String> {
+    env.apply_runtime(&mut document)?;
     let base = match file.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
         _ => PathBuf::from("."),
@@ -50,7 +52,7 @@ pub(super) fn translate(file: &Path, mut document: toml::Table) -> Result<toml::
     ferry.extend(document);
 
     let dir = connector_dir(&base, &config_dir)?;
-    for connector in connector_file::active(&dir)? {
+    for connector in connector_file::active(&dir, env)? {
         let role = connector.role.noun();
         let mut entry = connector.entry;
         let component = components.find(&connector.plugin_path, connector.enabled);

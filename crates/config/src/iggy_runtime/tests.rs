@@ -145,7 +145,7 @@ fn an_iggy_runtime_directory_is_the_ferry_config_it_means() {
 
     // The Ferry config printed for it is the same config.
     let text = std::fs::read_to_string(&runtime).unwrap();
-    let ferry = super::as_ferry(&runtime, &text).unwrap().expect("an Iggy runtime file");
+    let ferry = super::as_ferry(&runtime, &text, &[]).unwrap().expect("an Iggy runtime file");
     let native = dir.path().join("ferry.toml");
     std::fs::write(&native, &ferry).unwrap();
     let again = load(&native).unwrap();
@@ -242,4 +242,51 @@ fn ferrys_own_sections_and_keys_may_be_added_to_the_same_files() {
     assert_eq!(config.runtime.shutdown_grace_period, std::time::Duration::from_secs(3));
     assert_eq!(config.state.sync, crate::StateSync::Interval);
     assert_eq!(config.sinks[0].limits.memory.bytes(), 32 << 20);
+}
+
+#[test]
+fn iggys_environment_overrides_apply_with_iggys_names_and_one_that_overrides_nothing_is_refused() {
+    let (_dir, runtime) =
+        site(&[("random_v0.toml", &random(0, 10)), ("random_v1.toml", &random(1, 20)), ("stdout.toml", STDOUT)]);
+    let vars = |extra: &[(&str, &str)]| {
+        let mut vars: Vec<(String, String)> = [
+            ("IGGY_CONNECTORS_IGGY_ADDRESS", "10.0.0.7:8090"),
+            ("IGGY_CONNECTORS_HTTP_ENABLED", "false"),
+            ("IGGY_CONNECTORS_STATE_PATH", "elsewhere"),
+            ("IGGY_CONNECTORS_CONFIG_PATH", "config.toml"),
+            ("IGGY_CONNECTORS_SINK_STDOUT_STREAMS_0_TOPICS", "[a, b]"),
+            ("IGGY_CONNECTORS_SINK_STDOUT_STREAMS_0_BATCH_LENGTH", "7"),
+            ("IGGY_CONNECTORS_SINK_STDOUT_PLUGIN_CONFIG_PRINT_PAYLOAD", "true"),
+            // Every version of the key: the active one (1) gets it.
+            ("IGGY_CONNECTORS_SOURCE_RANDOM_PLUGIN_CONFIG_MAX_COUNT", "99"),
+            ("IGGY_CONNECTORS_SOURCE_RANDOM_ENABLED", ""),
+        ]
+        .iter()
+        .chain(extra)
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        vars.push(("PATH".into(), "/bin".into()));
+        vars
+    };
+    let config = Config::load_with_env(&runtime, vars(&[])).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(config.iggy.as_ref().unwrap().address, "10.0.0.7:8090");
+    assert!(config.http.is_none(), "disabled by the variable");
+    assert!(config.state.path.ends_with("elsewhere"));
+    let stdout = &config.sinks[0];
+    assert_eq!(stdout.topics().collect::<Vec<_>>(), [("example_stream", "a"), ("example_stream", "b")]);
+    assert_eq!(stdout.batch_length, 7);
+    assert_eq!(stdout.plugin_config_json().unwrap(), r#"{"print_payload":true}"#);
+    let random = &config.sources[0];
+    assert!(random.enabled, "an empty value overrides nothing");
+    assert_eq!(random.plugin_config_json().unwrap(), r#"{"interval":"100ms","max_count":99}"#);
+
+    for (name, words) in [
+        ("IGGY_CONNECTORS_HTTP_ADRESS", "IGGY_CONNECTORS_HTTP_ADRESS overrides nothing"),
+        ("IGGY_CONNECTORS_SINK_NOPE_ENABLED", "IGGY_CONNECTORS_SINK_NOPE_ENABLED overrides nothing"),
+        ("IGGY_CONNECTORS_SINK_STDOUT_LIMITS", "IGGY_CONNECTORS_SINK_STDOUT_LIMITS overrides nothing"),
+        ("IGGY_CONNECTORS_SINK_STDOUT_STREAMS_5_TOPICS", "STREAMS_5_TOPICS: `streams` has 1 entries, not 6"),
+    ] {
+        let error = Config::load_with_env(&runtime, vars(&[(name, "x")])).unwrap_err().to_string();
+        assert!(error.contains(words), "{name}: {error}");
+    }
 }

@@ -12,7 +12,8 @@ use ferry_contract::files;
 pub fn from_iggy(path: &Path) -> Result<ExitCode> {
     let text = files::read_regular_text(path, MAX_CONFIG_BYTES, "the config file", "the limit for a config file")
         .map_err(|e| anyhow::anyhow!("{}: cannot read the file: {}", path.display(), e.problem))?;
-    let Some(ferry) = iggy_runtime::as_ferry(path, &text).map_err(anyhow::Error::msg)? else {
+    let vars: Vec<(String, String)> = std::env::vars().collect();
+    let Some(ferry) = iggy_runtime::as_ferry(path, &text, &vars).map_err(anyhow::Error::msg)? else {
         bail!(
             "{}: not a config file of Iggy's connectors runtime (it has no [connectors] section); a Ferry config \
              needs no translation",
