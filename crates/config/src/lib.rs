@@ -64,6 +64,9 @@ pub use source::{CreateTopic, Partitioning, SourceConfig, StreamConfig};
 pub use tenant::{TenantConfig, TenantIggy};
 pub use validate::MAX_PARTITIONS_COUNT;
 
+/// The config file `ferry run DIR` reads in a directory.
+pub const DIR_CONFIG: &str = "config.toml";
+
 /// The most a config file may hold: `ferry run /dev/zero` must not read forever, and
 /// no honest config comes near it.
 pub const MAX_CONFIG_BYTES: u64 = 16 * 1024 * 1024;
@@ -229,6 +232,18 @@ impl Config {
     /// [`Config::load`] with the environment given explicitly (for tests).
     pub fn load_with_env(path: &Path, vars: impl IntoIterator<Item = (String, String)>) -> Result<Config, ConfigError> {
         let error = |problem: String| ConfigError { file: path.to_path_buf(), problem };
+        // A directory, as an Iggy user has one: its `config.toml` (Iggy's runtime
+        // file beside its `config_dir`, or a Ferry config).
+        if path.is_dir() {
+            let file = path.join(DIR_CONFIG);
+            if !file.is_file() {
+                return Err(error(format!(
+                    "a directory without a {DIR_CONFIG}: give the config file, or the directory of Iggy's \
+                     connectors runtime holding its {DIR_CONFIG}"
+                )));
+            }
+            return Self::load_with_env(&file, vars);
+        }
         let text = files::read_regular_text(path, MAX_CONFIG_BYTES, "the config file", "the limit for a config file")
             .map_err(|e| error(format!("cannot read the file: {}", e.problem)))?;
         Self::parse(path, &text, vars)

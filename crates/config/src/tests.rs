@@ -471,7 +471,10 @@ fn the_config_file_must_be_a_regular_file_of_sane_size() {
     let big = dir.path().join("big.toml");
     std::fs::File::create(&big).unwrap().set_len(MAX_CONFIG_BYTES + 1).unwrap();
     assert!(load(&big).contains("it is 16777217 bytes, over the limit for a config file (16777216 bytes)"));
-    assert!(load(dir.path()).ends_with("it is a directory, not a regular file"));
+    // A directory is read as its config.toml, and without one is named as such.
+    assert!(load(dir.path()).ends_with("a directory without a config.toml: give the config file, or the directory of Iggy's connectors runtime holding its config.toml"));
+    std::fs::create_dir(dir.path().join("config.toml")).unwrap();
+    assert!(load(dir.path()).ends_with("a directory without a config.toml: give the config file, or the directory of Iggy's connectors runtime holding its config.toml"));
 }
 
 #[test]

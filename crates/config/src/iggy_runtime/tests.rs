@@ -143,6 +143,13 @@ fn an_iggy_runtime_directory_is_the_ferry_config_it_means() {
     assert_eq!(stdout.path, dir.path().join("components/stdout-sink.wasm"));
     assert_eq!(stdout.topics().collect::<Vec<_>>(), [("example_stream", "example_topic")]);
 
+    // `ferry run DIR` reads the directory's config.toml.
+    let from_dir = load(dir.path()).unwrap();
+    assert_eq!(from_dir.file, runtime);
+    assert_eq!(format!("{:?}", from_dir.sinks), format!("{:?}", config.sinks));
+    let error = load(&dir.path().join("connectors")).unwrap_err();
+    assert!(error.contains("connectors: a directory without a config.toml"), "{error}");
+
     // The Ferry config printed for it is the same config.
     let text = std::fs::read_to_string(&runtime).unwrap();
     let ferry = super::as_ferry(&runtime, &text, &[]).unwrap().expect("an Iggy runtime file");

@@ -60,7 +60,8 @@ enum Command {
     ///
     /// CONFIG may also be the config file of Iggy's connectors runtime, with the
     /// connector files of its `config_dir`: it runs as the Ferry config it means
-    /// (`ferry config from-iggy CONFIG` prints that).
+    /// (`ferry config from-iggy CONFIG` prints that). A directory is read as its
+    /// `config.toml`.
     Run {
         /// The configuration file (TOML).
         config: PathBuf,
