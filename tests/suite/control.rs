@@ -137,10 +137,14 @@ fn a_pause_settles_the_batch_and_stops_polling_until_resumed_and_a_reset_waits_f
     // Resume: on from the cursor.
     let resumed = post(&address, "/sources/feed/resume");
     assert_eq!(resumed.status, 200, "{resumed:?}");
+    // The answer says the state after the action.
+    let after = |answer: &Response| answer.json()["phase"].as_str().unwrap().to_string();
+    assert!(["starting", "running", "idle"].contains(&after(&resumed).as_str()), "{resumed:?}");
     source_until(&address, "feed", |s| delivered(s) >= at_pause + 100);
     // Restart: a fresh instance, from the cursor.
     let restarted = post(&address, "/sources/feed/restart");
     assert_eq!(restarted.status, 200, "{restarted:?}");
+    assert!(["starting", "running", "idle"].contains(&after(&restarted).as_str()), "{restarted:?}");
     // (The resume started the second instance, the restart the third.)
     let feed = source_until(&address, "feed", |s| s["instances"] == 3 && delivered(s) >= at_pause + 300);
     assert_eq!(feed["restarts"], 2, "{feed}");

@@ -51,7 +51,15 @@ impl Host {
             Action::Restart => self.restart(&key, shutdown).await?,
             Action::ResetState => self.reset_state(&key)?,
         };
-        let phase = self.phase_of(&key);
+        let phase = match action {
+            // Started just now: the board may not have heard from the new instance yet,
+            // and the answer says the state after the action, not before it.
+            Action::Resume | Action::Restart => match self.phase_of(&key) {
+                Phase::Stopped | Phase::Paused | Phase::Failed | Phase::Refused => Phase::Starting,
+                phase => phase,
+            },
+            _ => self.phase_of(&key),
+        };
         tracing::info!(key = %key, "{}: {message}", action.as_str());
         Ok(Applied { key: key.to_string(), phase, message })
     }
