@@ -198,6 +198,18 @@ impl Collector for BoardCollector {
         });
         gauge(&mut encoder, "ferry_connector_phase", "1 for the phase the connector is in.", phases.collect())?;
 
+        // Iggy's runtime's gauges, for its dashboards: the connectors of each role this
+        // ferry runs, and those running (or idle: Iggy's runtime has no such phase).
+        for role in [Role::Source, Role::Sink] {
+            let noun = role.noun();
+            let of_role: Vec<&Row> = rows.iter().filter(|r| r.is(role)).collect();
+            let running = of_role.iter().filter(|r| r.status.phase.is_healthy()).count();
+            let help = format!("The {noun}s this ferry runs.");
+            single_gauge(&mut encoder, &format!("iggy_connectors_{noun}s_total"), &help, of_role.len() as i64)?;
+            let help = format!("The {noun}s running or idle.");
+            single_gauge(&mut encoder, &format!("iggy_connectors_{noun}s_running"), &help, running as i64)?;
+        }
+
         let mut histogram = encoder.encode_descriptor(
             "iggy_connector_stage_duration",
             "How long each stage of a connector's loop took.",
@@ -261,6 +273,12 @@ fn gauge(encoder: &mut DescriptorEncoder, name: &str, help: &str, values: Sample
     Ok(())
 }
 
+/// A gauge of the whole host, without labels.
+fn single_gauge(encoder: &mut DescriptorEncoder, name: &str, help: &str, value: i64) -> Result<(), fmt::Error> {
+    let metric = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+    ConstGauge::new(value).encode(metric)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -283,6 +301,11 @@ mod tests {
         let orders = r#"connector_key="orders",connector_type="source",tenant="acme""#;
         let archive = r#"connector_key="archive",connector_type="sink",tenant="""#;
         for line in [
+            // The source is running; the sink trapped (and is waiting to restart).
+            "iggy_connectors_sources_total 1".to_string(),
+            "iggy_connectors_sources_running 1".to_string(),
+            "iggy_connectors_sinks_total 1".to_string(),
+            "iggy_connectors_sinks_running 0".to_string(),
             format!("iggy_connector_messages_sent_total{{{orders}}} 5"),
             format!("iggy_connector_errors_total{{{orders}}} 1"),
             format!("ferry_connector_nacks_total{{{orders},reason=\"delivery-failed\"}} 1"),
