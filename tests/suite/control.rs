@@ -71,6 +71,22 @@ fn records_of(site: &Site, key: &str) -> Vec<u64> {
     seqs(&LocalLog::read_all(&site.log_dir(), "demo", key).unwrap_or_else(|e| panic!("{e}")))
 }
 
+/// The faulty source copied to `own.wasm` of the site (a test may change the
+/// file), and its bytes.
+fn own_copy(site: &Site) -> (std::path::PathBuf, Vec<u8>) {
+    let wasm = site.path("own.wasm");
+    let original = std::fs::read(FAULTY_SOURCE).unwrap();
+    std::fs::write(&wasm, &original).unwrap();
+    (wasm, original)
+}
+
+/// `component` with a custom section appended: the same code in other bytes.
+fn with_a_custom_section(component: &[u8]) -> Vec<u8> {
+    let mut bytes = component.to_vec();
+    bytes.extend([0, 5, 4, b'n', b'o', b't', b'e']);
+    bytes
+}
+
 fn stop(mut run: Ferry) {
     run.signal(Signal::SIGTERM);
     assert!(run.wait().success(), "{}", run.log());
@@ -234,9 +250,7 @@ fn a_broken_config_or_component_is_refused_whole_while_everything_runs_on() {
     let site = Site::new();
     let port = free_port();
     let address = format!("127.0.0.1:{port}");
-    let wasm = site.path("own.wasm");
-    let original = std::fs::read(FAULTY_SOURCE).unwrap();
-    std::fs::write(&wasm, &original).unwrap();
+    let (wasm, original) = own_copy(&site);
     let own = wasm.to_str().unwrap();
     let text =
         format!("{}{}{}", head(port, ""), source("own", own, ENDLESS), source("neighbour", FAULTY_SOURCE, ENDLESS));
@@ -283,8 +297,7 @@ fn a_broken_config_or_component_is_refused_whole_while_everything_runs_on() {
     // The same code with other bytes (a custom section appended) is a change: `own`
     // restarts from its cursor; the same bytes rewritten are not.
     site.config("ferry.toml", &text);
-    let mut other_bytes = original.clone();
-    other_bytes.extend([0, 5, 4, b'n', b'o', b't', b'e']);
+    let other_bytes = with_a_custom_section(&original);
     std::fs::write(&wasm, &other_bytes).unwrap();
     let reloaded = post(&address, "/reload");
     assert_eq!(reloaded.status, 200, "{reloaded:?}");
@@ -382,9 +395,7 @@ fn a_restart_runs_the_component_file_as_it_is_now_or_says_it_kept_the_loaded_one
     let site = Site::new();
     let port = free_port();
     let address = format!("127.0.0.1:{port}");
-    let wasm = site.path("own.wasm");
-    let original = std::fs::read(FAULTY_SOURCE).unwrap();
-    std::fs::write(&wasm, &original).unwrap();
+    let (wasm, original) = own_copy(&site);
     let text = format!("{}{}", head(port, ""), source("own", wasm.to_str().unwrap(), ENDLESS));
     let run = start(&site, &text, &[]);
     source_until(&address, "own", |s| delivered(s) >= 100);
@@ -408,8 +419,7 @@ fn a_restart_runs_the_component_file_as_it_is_now_or_says_it_kept_the_loaded_one
     assert_eq!(compiles(&run), first);
 
     // Other bytes (a custom section appended): compiled, and they run.
-    let mut other_bytes = original.clone();
-    other_bytes.extend([0, 5, 4, b'n', b'o', b't', b'e']);
+    let other_bytes = with_a_custom_section(&original);
     std::fs::write(&wasm, &other_bytes).unwrap();
     let message = restart(3);
     assert!(message.contains("changed since it was started, and run as they are now"), "{message}");

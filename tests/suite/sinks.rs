@@ -55,6 +55,35 @@ fn faulty_sink(h: &Harness, key: &str, topics: &[&str], modes: serde_json::Value
 
 /// Sink `key`'s committed position in `test/<topic>`, as another process would read
 /// it; `None` before its first commit.
+/// A config for `ferry run` with the faulty sink `reader` reading `topics` of the
+/// local log's stream `demo`, writing into `out` of the site, with `settings` (keys
+/// of its table).
+fn reader_config(settings: &str, topics: &[&str]) -> String {
+    format!(
+        r#"
+[runtime]
+shutdown_grace_period = "20s"
+[state]
+path = "state"
+[local_log]
+path = "log"
+
+[[sinks]]
+key = "reader"
+path = "{FAULTY_SINK}"
+poll_interval = "2ms"
+{settings}
+[[sinks.streams]]
+stream = "demo"
+topics = {topics:?}
+[sinks.grants]
+dirs = [{{ host = "out", guest = "/out", writable = true }}]
+[sinks.plugin_config]
+dir = "/out"
+"#
+    )
+}
+
 fn committed_position(h: &Harness, key: &str, topic: &str) -> Option<u64> {
     let committed = h.committed(key)?;
     let positions = positions(&committed.state);

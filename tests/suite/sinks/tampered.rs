@@ -19,8 +19,8 @@ use ferry_tests::sink_output::faulty_sink_written;
 use nix::sys::signal::Signal;
 use serde_json::json;
 
-use super::faulty_sink;
 use super::positions::run_until;
+use super::{faulty_sink, reader_config};
 use crate::bad_input::run_fails;
 use crate::process::{Ferry, Site, ferry};
 
@@ -201,29 +201,7 @@ async fn an_older_ferrys_position_without_the_files_identity_is_taken_and_stored
 fn ferry_run_names_a_replaced_topic_file_before_starting_and_state_reset_is_the_way_out() {
     let site = Site::new();
     std::fs::create_dir(site.path("out")).unwrap();
-    let text = format!(
-        r#"
-[runtime]
-shutdown_grace_period = "20s"
-[state]
-path = "state"
-[local_log]
-path = "log"
-
-[[sinks]]
-key = "reader"
-path = "{component}"
-poll_interval = "2ms"
-[[sinks.streams]]
-stream = "demo"
-topics = ["feed"]
-[sinks.grants]
-dirs = [{{ host = "out", guest = "/out", writable = true }}]
-[sinks.plugin_config]
-dir = "/out"
-"#,
-        component = ferry_tests::components::FAULTY_SINK
-    );
+    let text = reader_config("", &["feed"]);
     let config = site.config("ferry.toml", &text);
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(append_as_another_writer(&site.log_dir(), "demo", "feed", 0..10));

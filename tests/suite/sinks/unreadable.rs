@@ -17,7 +17,7 @@ use nix::sys::signal::Signal;
 use serde_json::json;
 
 use super::tampered::append_as_another_writer;
-use super::{faulty_sink, written};
+use super::{faulty_sink, reader_config, written};
 use crate::process::{Ferry, Site, ferry};
 use crate::top::status_until;
 
@@ -70,30 +70,7 @@ async fn a_record_whose_headers_cannot_be_read_is_dead_lettered_with_the_reason_
 fn without_dead_letters_the_sink_stops_at_the_record_naming_the_command_that_skips_it() {
     let site = Site::new();
     std::fs::create_dir(site.path("out")).unwrap();
-    let text = format!(
-        r#"
-[runtime]
-shutdown_grace_period = "20s"
-[state]
-path = "state"
-[local_log]
-path = "log"
-
-[[sinks]]
-key = "reader"
-path = "{component}"
-poll_interval = "2ms"
-batch_length = 3
-[[sinks.streams]]
-stream = "demo"
-topics = ["feed", "other"]
-[sinks.grants]
-dirs = [{{ host = "out", guest = "/out", writable = true }}]
-[sinks.plugin_config]
-dir = "/out"
-"#,
-        component = ferry_tests::components::FAULTY_SINK
-    );
+    let text = reader_config("batch_length = 3", &["feed", "other"]);
     let config = site.config("ferry.toml", &text);
     let config_text = config.to_str().unwrap();
     let runtime = tokio::runtime::Runtime::new().unwrap();

@@ -87,9 +87,11 @@ fn decimal_text(raw: &[u8]) -> Result<String, String> {
         let mut left = dscale;
         let mut power = -1;
         while left > 0 {
-            let four = format!("{:04}", digit_at(power));
+            let digit = digit_at(power);
+            let four = [digit / 1000, digit / 100 % 10, digit / 10 % 10, digit % 10];
             let shown = left.min(DIGITS_PER_WORD) as usize;
-            text.push_str(&four[..shown]);
+            // Each a decimal digit (< 10, as every base-10,000 digit was checked).
+            text.extend(four[..shown].iter().map(|d| char::from(b'0' + *d as u8)));
             left -= DIGITS_PER_WORD;
             power -= 1;
         }

@@ -11,6 +11,9 @@
 
 use std::path::{Path, PathBuf};
 
+/// The most components an error names: a directory may hold thousands.
+const MAX_NAMED: usize = 20;
+
 /// Where components are looked for.
 pub(super) struct Components {
     base: PathBuf,
@@ -53,7 +56,8 @@ impl Components {
         }
     }
 
-    /// The components the directories hold, for the error that says none fits.
+    /// The components the directories hold (the first [`MAX_NAMED`] by name), for
+    /// the error that says none fits.
     fn present(&self) -> String {
         let mut names: Vec<String> = self
             .dirs
@@ -65,9 +69,12 @@ impl Components {
             .collect();
         names.sort();
         names.dedup();
-        match names.is_empty() {
-            true => "no components".into(),
-            false => names.join(", "),
+        let more = names.len().saturating_sub(MAX_NAMED);
+        names.truncate(MAX_NAMED);
+        match (names.is_empty(), more) {
+            (true, _) => "no components".into(),
+            (false, 0) => names.join(", "),
+            (false, more) => format!("{} and {more} more", names.join(", ")),
         }
     }
 }
