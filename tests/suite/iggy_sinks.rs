@@ -279,6 +279,16 @@ fn a_consumer_group_reads_on_after_the_server_is_killed_mid_flow_and_restarted()
         ferry_a.log(),
         ferry_b.log()
     );
+    // The new group has no offsets: each partition's first batch came from its start,
+    // and was dropped for the offset kept (or, where the server lost it in the crash,
+    // the one the member itself stored last).
+    let restored = "(the server lost that offset in a crash, or the group was recreated): stored it again";
+    assert!(
+        ferry_a.log().contains(restored) || ferry_b.log().contains(restored),
+        "a member read on from the kept offsets:\n{}\n{}",
+        ferry_a.log(),
+        ferry_b.log()
+    );
     // Neither member writes an offset twice into its own file.
     seqs_once(&written(&a.path("out")));
     seqs_once(&written(&b.path("out")));
@@ -289,10 +299,11 @@ fn a_consumer_group_reads_on_after_the_server_is_killed_mid_flow_and_restarted()
     // Duplicates come only where a partition changed hands with a batch in flight:
     // when B joined, at the crash (the group is recreated and its partitions dealt
     // again) and when the other member joined the new group: 3 moves × 4 partitions
-    // × 50 messages. (A member that creates the group anew while the other is between
-    // deleting and restoring it reads a partition from its start: the warning says
-    // so; then this bound fails and the log tells why.)
-    assert!(twice <= 3 * 4 * 50, "{twice} written twice");
+    // × 50 messages. (A partition that reaches a member of the new group before its
+    // offset was restored, or whose offset the server lost in the crash (it does, now
+    // and then), would be read from its start; the member sees its first batch begin
+    // before the offset known settled and stores that first: see `consumer`.)
+    assert!(twice <= 3 * 4 * 50, "{twice} written twice\n{}\n{}", ferry_a.log(), ferry_b.log());
 }
 
 #[test]

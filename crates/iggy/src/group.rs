@@ -11,11 +11,17 @@
 //!
 //! The group's stored offsets go with it, so they are kept first, under a plain
 //! consumer of their own (`ferry-kept-<group>`, whose offsets no deletion of the
-//! group touches), and every member that joins writes back, for each partition it
-//! holds that has no stored offset, the kept one. Kept offsets only ever rise, and
-//! each was stored by a member after its batch was settled: two hosts clearing the
-//! same ghosts at once, or one joining halfway, cost duplicates (a batch in
-//! flight), never a loss.
+//! group touches). A member checks the first batch it polls of each partition after
+//! joining against them ([`kept_offset`], and the reader's `behind_settled`): one
+//! read from before the kept offset (the new group has none stored, so the server
+//! hands out the partition from its start) is dropped, the kept offset stored, and
+//! the partition polled again. The check is made where the partition is read, not
+//! when joining, because the server deals the partitions again at every join and
+//! leave: a member restoring "its" partitions at join could miss one that reached
+//! another member in between, which then read it from its start. Kept offsets only
+//! ever rise, and each was stored by a member after its batch was settled: two hosts
+//! clearing the same ghosts at once, or one joining halfway, cost duplicates (a
+//! batch in flight), never a loss.
 //!
 //! The server names a group's members by their place in it, not by session, so
 //! ghosts are found by counting: a group with more members than connected sessions
@@ -95,12 +101,15 @@ pub(super) async fn clear_ghosts(client: &IggyClient, group: &GroupOnTopic<'_>) 
         details.members_count,
     );
     let (consumer, kept) = (group.consumer(), group.kept()?);
+    let mut offsets = Vec::new();
     for partition in topic.partitions.iter().map(|p| p.id) {
         let Some(stored) = group.offset(client, &consumer, partition).await? else { continue };
+        offsets.push(format!("{partition}: {stored}"));
         if group.offset(client, &kept, partition).await?.is_none_or(|kept| kept < stored) {
             client.store_consumer_offset(&kept, group.stream_id, group.topic_id, Some(partition), stored).await?;
         }
     }
+    tracing::info!("{}: offsets kept (partition: offset): {}", group.at, offsets.join(", "));
     match client.delete_consumer_group(group.stream_id, group.topic_id, group.group_id).await {
         // Another host cleared it first.
         Ok(()) | Err(IggyError::ConsumerGroupIdNotFound(..) | IggyError::ConsumerGroupNameNotFound(..)) => {}
@@ -114,30 +123,13 @@ pub(super) async fn clear_ghosts(client: &IggyClient, group: &GroupOnTopic<'_>) 
     Ok(ghosts)
 }
 
-/// For every partition of `partitions` this member holds that has no stored
-/// offset but a kept one (the group was recreated), store the kept offset. A
-/// partition held by another member is left to it: it does the same when it joins.
-pub(super) async fn restore_offsets(
+/// The offset kept for `partition` when the group was last recreated, if any.
+pub(super) async fn kept_offset(
     client: &IggyClient,
     group: &GroupOnTopic<'_>,
-    partitions: impl Iterator<Item = u32>,
-) -> Result<(), IggyError> {
-    let (consumer, kept) = (group.consumer(), group.kept()?);
-    for partition in partitions {
-        if group.offset(client, &consumer, partition).await?.is_some() {
-            continue;
-        }
-        let Some(offset) = group.offset(client, &kept, partition).await? else { continue };
-        match client.store_consumer_offset(&consumer, group.stream_id, group.topic_id, Some(partition), offset).await {
-            Ok(()) => tracing::info!(
-                "{}: partition {partition} reads on after offset {offset}, kept when the group was recreated",
-                group.at
-            ),
-            Err(IggyError::ResourceNotFound(_)) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
+    partition: u32,
+) -> Result<Option<u64>, IggyError> {
+    group.offset(client, &group.kept()?, partition).await
 }
 
 /// How many connected sessions are members of the group numbered `(stream, topic,
