@@ -53,7 +53,7 @@ fn faulty_sink(h: &Harness, key: &str, topics: &[&str], modes: serde_json::Value
     faulty_sink_keeping(h, key, topics, modes, h.cursor(key))
 }
 
-/// A config `ferry run` with the faulty sink `reader` reading `topics` of the
+/// A config for `ferry run` with the faulty sink `reader` reading `topics` of the
 /// local log's stream `demo`, writing into `out` of the site, with `settings` (keys
 /// of its table).
 fn reader_config(settings: &str, topics: &[&str]) -> String {
