@@ -3,9 +3,11 @@
 //! random source (the higher one active) and a sink in Iggy's format, whose native
 //! `path`s name components of the same connectors. Every record the active source
 //! produced reaches Iggy and the sink, once; and `ferry config from-iggy` prints a
-//! Ferry config that means the same.
+//! Ferry config that means the same. Then the same connectors served by a config
+//! server (Iggy's HTTP provider), asked again at a reload.
 
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 use nix::sys::signal::Signal;
 
@@ -157,4 +159,133 @@ fn an_iggy_runtime_directory_runs_unchanged_and_prints_as_the_ferry_config_it_me
     let refused = ferry(&["config", "from-iggy", native.to_str().unwrap()]);
     assert!(!refused.status.success());
     assert!(String::from_utf8_lossy(&refused.stderr).contains("not a config file of Iggy's connectors runtime"));
+}
+
+/// A config server (axum, on a free port of 127.0.0.1) answering `GET /configs/active`
+/// with what the test sets, counting the requests; running until dropped.
+struct ConfigServer {
+    url: String,
+    answer: Arc<Mutex<(String, usize)>>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl ConfigServer {
+    fn start(runtime: &tokio::runtime::Runtime, answer: String) -> ConfigServer {
+        let answer = Arc::new(Mutex::new((answer, 0)));
+        let shared = answer.clone();
+        let app = axum::Router::new().route(
+            "/configs/active",
+            axum::routing::get(move || {
+                let shared = shared.clone();
+                async move {
+                    let mut shared = shared.lock().unwrap();
+                    shared.1 += 1;
+                    ([("content-type", "application/json")], shared.0.clone())
+                }
+            }),
+        );
+        let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        runtime.spawn(async move {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(async {
+                    stopped.await.ok();
+                })
+                .await
+                .unwrap();
+        });
+        ConfigServer { url, answer, stop: Some(stop) }
+    }
+
+    fn answer(&self, answer: String) {
+        self.answer.lock().unwrap().0 = answer;
+    }
+
+    fn asked(&self) -> usize {
+        self.answer.lock().unwrap().1
+    }
+}
+
+impl Drop for ConfigServer {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            stop.send(()).ok();
+        }
+    }
+}
+
+/// The active configs as an Iggy config server answers them: the random source
+/// (Iggy's `messages_range`, stopping at `max_count`) and the archive sink.
+fn active_configs(max_count: u64) -> String {
+    serde_json::json!({
+        "sources": { "random": {
+            "key": "random", "enabled": true, "version": 3, "name": "Random source",
+            "path": "target/release/libiggy_connector_random_source", "transforms": null,
+            "streams": [{ "stream": "example_stream", "topic": "example_topic", "schema": "json",
+                          "batch_length": 1000, "linger_time": "5ms" }],
+            "plugin_config_format": "json",
+            "plugin_config": { "interval": "1ms", "max_count": max_count, "messages_range": [10, 50],
+                               "payload_size": 50 }
+        }},
+        "sinks": { "archive": {
+            "key": "archive", "enabled": true, "version": 0, "name": "Archive",
+            "path": "target/release/libiggy_connector_file_sink", "transforms": null,
+            "streams": [{ "stream": "example_stream", "topics": ["example_topic"], "schema": "json",
+                          "batch_length": 100, "poll_interval": "5ms", "consumer_group": null }],
+            "plugin_config_format": null, "plugin_config": { "directory": "/out" },
+            "grants": { "dirs": [{ "host": "out", "guest": "/out", "writable": true }] }
+        }}
+    })
+    .to_string()
+}
+
+#[test]
+fn connectors_from_an_iggy_config_server_run_and_a_reload_asks_it_again() {
+    let Some(server) =
+        live_server("iggy_drop_in::connectors_from_an_iggy_config_server_run_and_a_reload_asks_it_again")
+    else {
+        return;
+    };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let client = server.client().await;
+        IggyServer::create_topic(&client, "example_stream", "example_topic").await;
+    });
+    let configs = ConfigServer::start(&runtime, active_configs(300));
+    let site = Site::new();
+    copy(RANDOM_SOURCE, &site.path("components/random_source.wasm"));
+    copy(FILE_SINK, &site.path("components/file_sink.wasm"));
+    std::fs::create_dir_all(site.path("out")).unwrap();
+    let runtime_file = runtime_config(&server).replace(
+        "config_type = \"local\"\nconfig_dir = \"connectors\"",
+        &format!("config_type = \"http\"\nbase_url = \"{}\"\ntimeout = \"5s\"", configs.url),
+    );
+    assert!(runtime_file.contains("base_url"), "{runtime_file}");
+    let config = site.config("config.toml", &runtime_file);
+
+    let mut run = Ferry::start(&config, &[]);
+    until("the first 300 records in the sink's files", || written(&site.path("out")).len() >= 300);
+    assert_eq!(configs.asked(), 1, "asked once at the start");
+
+    // The server now says 700: a reload asks it again (from within the running host),
+    // and the source goes on from its cursor to the new end.
+    configs.answer(active_configs(700));
+    run.signal(Signal::SIGHUP);
+    let line = run.wait_for_line(&["config reloaded"]);
+    assert!(line.contains("changed=1"), "{line}");
+    assert_eq!(configs.asked(), 2);
+    until("all 700 records in the sink's files", || written(&site.path("out")).len() >= 700);
+
+    // A reload while the server answers with nonsense is refused; everything runs on.
+    configs.answer("{\"sinks\": 7}".into());
+    run.signal(Signal::SIGHUP);
+    let line = run.wait_for_line(&["reload refused"]);
+    assert!(line.contains("`sinks` must map each key to its config"), "{line}");
+    run.signal(Signal::SIGTERM);
+    assert!(run.wait().success(), "{}", run.log());
+
+    let delivered = runtime.block_on(server.read_all("example_stream", "example_topic"));
+    assert_eq!(seqs(&delivered), (0..700).collect::<Vec<_>>());
+    assert_eq!(seqs_once(&written(&site.path("out"))), (0..700).collect());
 }

@@ -10,9 +10,13 @@
 //! | key                  | default | meaning                                            |
 //! |----------------------|---------|----------------------------------------------------|
 //! | `messages_per_batch` | 10      | records per batch                                  |
+//! | `messages_range`     | none    | `[min, max]`: min to max - 1 records per batch, as Iggy's random source has it (instead of `messages_per_batch`) |
 //! | `payload_size`       | 100     | bytes per record (at least the JSON around `text`) |
 //! | `interval`           | none    | at most one batch per interval, e.g. `"100ms"`     |
 //! | `max_count`          | none    | stop (return nothing) after this many records      |
+//!
+//! Iggy's random source draws each batch's size from `messages_range`; this one
+//! derives it from the cursor, so that a batch produced again is the same batch.
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -25,18 +29,16 @@ use record::write_record;
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Config {
-    #[serde(default = "default_messages_per_batch")]
-    messages_per_batch: u64,
+    #[serde(default)]
+    messages_per_batch: Option<u64>,
     #[serde(default = "default_payload_size")]
     payload_size: usize,
     #[serde(default)]
     interval: Option<String>,
     #[serde(default)]
     max_count: Option<u64>,
-}
-
-fn default_messages_per_batch() -> u64 {
-    10
+    #[serde(default)]
+    messages_range: Option<(u64, u64)>,
 }
 
 fn default_payload_size() -> usize {
@@ -50,11 +52,62 @@ struct Cursor {
 }
 
 struct RandomSource {
-    messages_per_batch: u64,
+    batch_size: BatchSize,
     payload_size: usize,
     interval: Option<Duration>,
     max_count: Option<u64>,
     last_batch_at: Option<Instant>,
+}
+
+/// How many records a batch holds.
+#[derive(Clone, Copy)]
+enum BatchSize {
+    Fixed(u64),
+    /// `min..max`, chosen by the batch's first seq.
+    Range(u64, u64),
+}
+
+impl BatchSize {
+    fn of(config: &Config) -> Result<BatchSize, Error> {
+        match (config.messages_per_batch, config.messages_range) {
+            (Some(0), None) => Err(Error::msg("plugin_config.messages_per_batch must be at least 1")),
+            (Some(size), None) => Ok(BatchSize::Fixed(size)),
+            (None, None) => Ok(BatchSize::Fixed(10)),
+            (Some(_), Some(_)) => Err(Error::msg("plugin_config: give messages_range or messages_per_batch, not both")),
+            (None, Some((min, max))) if min == 0 || min >= max => Err(Error::msg(format!(
+                "plugin_config.messages_range [{min}, {max}]: needs 1 <= min < max (a batch holds min to max - 1 \
+                 records)"
+            ))),
+            (None, Some((min, max))) => Ok(BatchSize::Range(min, max)),
+        }
+    }
+
+    /// The size of the batch whose first record is `seq`: the same whenever it is
+    /// produced again.
+    fn at(self, seq: u64) -> u64 {
+        match self {
+            BatchSize::Fixed(size) => size,
+            BatchSize::Range(min, max) => min + spread(seq) % (max - min),
+        }
+    }
+}
+
+impl std::fmt::Display for BatchSize {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BatchSize::Fixed(size) => write!(f, "{size}"),
+            BatchSize::Range(min, max) => write!(f, "{min} to {}", max - 1),
+        }
+    }
+}
+
+/// `seq`'s bits mixed (splitmix64's finaliser), so that neighbouring seqs give
+/// unrelated sizes.
+fn spread(seq: u64) -> u64 {
+    let mut z = seq.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 impl Source for RandomSource {
@@ -62,9 +115,7 @@ impl Source for RandomSource {
     type Cursor = Cursor;
 
     fn open(config: Config, cursor: &Cursor) -> Result<Self, Error> {
-        if config.messages_per_batch == 0 {
-            return Err(Error::msg("plugin_config.messages_per_batch must be at least 1"));
-        }
+        let batch_size = BatchSize::of(&config)?;
         let interval = config
             .interval
             .as_deref()
@@ -73,12 +124,12 @@ impl Source for RandomSource {
             .map_err(|e| Error::msg(e).context("plugin_config.interval"))?;
         ferry_guest::info!(
             "random source: {} records per batch of {} bytes, starting at seq {}",
-            config.messages_per_batch,
+            batch_size,
             config.payload_size,
             cursor.next_seq
         );
         Ok(RandomSource {
-            messages_per_batch: config.messages_per_batch,
+            batch_size,
             payload_size: config.payload_size,
             interval,
             max_count: config.max_count,
@@ -87,9 +138,10 @@ impl Source for RandomSource {
     }
 
     fn poll(&mut self, cursor: &Cursor) -> Result<Option<Batch<Cursor>>, Error> {
+        let size = self.batch_size.at(cursor.next_seq);
         let end = match self.max_count {
-            Some(max) => max.min(cursor.next_seq + self.messages_per_batch),
-            None => cursor.next_seq + self.messages_per_batch,
+            Some(max) => max.min(cursor.next_seq + size),
+            None => cursor.next_seq + size,
         };
         if end <= cursor.next_seq {
             return Ok(None);
@@ -164,5 +216,34 @@ mod tests {
         // `max_count` cuts the last batch short, then there is nothing more.
         assert_eq!(source.poll(&Cursor { next_seq: 3 }).unwrap().expect("a batch").packed.len(), 1);
         assert!(source.poll(&Cursor { next_seq: 4 }).unwrap().is_none());
+    }
+
+    #[test]
+    fn iggys_messages_range_sizes_each_batch_within_it_and_the_same_when_produced_again() {
+        let open = |config: &str| RandomSource::open(serde_json::from_str(config).unwrap(), &Cursor::default());
+        let mut source = open(r#"{"messages_range": [10, 50], "payload_size": 30}"#).unwrap();
+        let mut sizes = std::collections::BTreeSet::new();
+        let mut cursor = Cursor::default();
+        for _ in 0..200 {
+            let batch = source.poll(&cursor).unwrap().expect("a batch");
+            let size = batch.next.next_seq - cursor.next_seq;
+            assert!((10..50).contains(&size), "{size}");
+            assert_eq!(batch.packed.len() as u64, size);
+            // Polled again from the same cursor (after a NACK): the same batch.
+            let again = source.poll(&cursor).unwrap().expect("a batch");
+            assert_eq!(again.next.next_seq, batch.next.next_seq);
+            sizes.insert(size);
+            cursor = batch.next;
+        }
+        assert!(sizes.len() > 20, "sizes spread over the range: {sizes:?}");
+
+        for (config, words) in [
+            (r#"{"messages_range": [0, 5]}"#, "needs 1 <= min < max"),
+            (r#"{"messages_range": [5, 5]}"#, "needs 1 <= min < max"),
+            (r#"{"messages_range": [1, 5], "messages_per_batch": 3}"#, "not both"),
+        ] {
+            let error = open(config).err().expect(config).to_string();
+            assert!(error.contains(words), "{config}: {error}");
+        }
     }
 }

@@ -16,6 +16,7 @@ use ferry_contract::Role;
 use serde::Deserialize as _;
 
 use super::env::IggyEnv;
+use super::http_provider::FetchedConfig;
 use super::{Keys, not_yet};
 use crate::{SinkConfig, SourceConfig};
 
@@ -26,8 +27,8 @@ const MAX_FILES: usize = 10_000;
 /// One connector's active version, as a Ferry `[[sources]]` or `[[sinks]]` entry.
 pub(super) struct Connector {
     pub role: Role,
-    /// The file it came from.
-    pub file: PathBuf,
+    /// Where it came from (a file, or the URL and key it was fetched as), for errors.
+    pub origin: String,
     pub enabled: bool,
     /// Its `path` as written: a native plugin, or a component.
     pub plugin_path: String,
@@ -44,7 +45,7 @@ pub(super) fn active(dir: &Path, env: &mut IggyEnv) -> Result<Vec<Connector>, St
         if let Some(other) = known.get(&version) {
             return Err(format!(
                 "{} and {}: both are version {version} of the {} `{key}`; give one another version",
-                other.file.display(),
+                other.origin,
                 file.display(),
                 role.noun()
             ));
@@ -124,18 +125,37 @@ fn pins(dir: &Path) -> Result<BTreeMap<(&'static str, String), u64>, String> {
     Ok(pins)
 }
 
+/// The connectors Iggy's HTTP provider answered with: one active config per key.
+pub(super) fn fetched(configs: Vec<FetchedConfig>, env: &mut IggyEnv) -> Result<Vec<Connector>, String> {
+    let mut connectors = Vec::new();
+    for FetchedConfig { origin, table } in configs {
+        connectors.push(connector(&origin, table, env)?.3);
+    }
+    Ok(connectors)
+}
+
 /// One connector file: its role, key and version, and what it means to ferry.
 fn read(file: &Path, env: &mut IggyEnv) -> Result<(Role, String, u64, Connector), String> {
     let text = ferry_contract::files::read_regular_text(file, crate::MAX_CONFIG_BYTES, "the file", "the limit")
         .map_err(|e| format!("{}: {}", file.display(), e.problem))?;
-    let mut table: toml::Table =
+    let table: toml::Table =
         toml::from_str(&text).map_err(|e| format!("{}: {}", file.display(), e.to_string().trim()))?;
+    connector(&file.display().to_string(), table, env)
+}
+
+/// One connector's config, as a file holds it (or its JSON form, fetched): its role,
+/// key and version, and what it means to ferry; `origin` names it in errors.
+fn connector(
+    origin: &str,
+    mut table: toml::Table,
+    env: &mut IggyEnv,
+) -> Result<(Role, String, u64, Connector), String> {
     // Iggy's overrides for this key (of every version), by its type and key as written.
     let named = |name: &str| table.get(name).and_then(toml::Value::as_str).map(str::to_string);
     if let (Some(role), Some(key)) = (named("type"), named("key")) {
-        env.apply_connector(&role, &key, &mut table).map_err(|p| format!("{}: {p}", file.display()))?;
+        env.apply_connector(&role, &key, &mut table).map_err(|p| format!("{origin}: {p}"))?;
     }
-    let mut keys = Keys::new(file, "", table);
+    let mut keys = Keys::new(origin, "", table);
     let role = match keys.string("type")?.as_deref() {
         Some("source") => Role::Source,
         Some("sink") => Role::Sink,
@@ -171,7 +191,7 @@ fn read(file: &Path, env: &mut IggyEnv) -> Result<(Role, String, u64, Connector)
             let enabled = transform.get("enabled").and_then(toml::Value::as_bool);
             if enabled != Some(false) {
                 return Err(not_yet(
-                    format!("{}: [transforms.{kind}]", file.display()),
+                    format!("{origin}: [transforms.{kind}]"),
                     "Iggy's transforms",
                     "set enabled = false, or apply it in the connector",
                 ));
@@ -189,10 +209,8 @@ fn read(file: &Path, env: &mut IggyEnv) -> Result<(Role, String, u64, Connector)
         .into_iter()
         .enumerate()
         .map(|(i, s)| match s {
-            toml::Value::Table(t) => Ok(Keys::new(file, &format!("[[streams]] {}", i + 1), t)),
-            other => {
-                Err(format!("{}: [[streams]] {}: expected a table, found {}", file.display(), i + 1, other.type_str()))
-            }
+            toml::Value::Table(t) => Ok(Keys::new(origin, &format!("[[streams]] {}", i + 1), t)),
+            other => Err(format!("{origin}: [[streams]] {}: expected a table, found {}", i + 1, other.type_str())),
         })
         .collect::<Result<Vec<_>, _>>()?;
 
@@ -202,18 +220,18 @@ fn read(file: &Path, env: &mut IggyEnv) -> Result<(Role, String, u64, Connector)
     entry.insert("enabled".into(), enabled.into());
     entry.insert("name".into(), name.into());
     match role {
-        Role::Source => source_streams(file, &key, streams, &mut entry)?,
+        Role::Source => source_streams(origin, &key, streams, &mut entry)?,
         Role::Sink => sink_streams(&key, streams, &mut entry)?,
     }
     // Checked here, so that a mistake names this file: the path is checked later.
     let mut checked = entry.clone();
     checked.insert("path".into(), "component.wasm".into());
-    let problem = |e: toml::de::Error| format!("{}: {}", file.display(), e.message());
+    let problem = |e: toml::de::Error| format!("{origin}: {}", e.message());
     match role {
         Role::Source => SourceConfig::deserialize(toml::Value::Table(checked)).map(drop).map_err(problem)?,
         Role::Sink => SinkConfig::deserialize(toml::Value::Table(checked)).map(drop).map_err(problem)?,
     }
-    Ok((role, key, version, Connector { role, file: file.to_path_buf(), enabled, plugin_path, entry }))
+    Ok((role, key, version, Connector { role, origin: origin.to_string(), enabled, plugin_path, entry }))
 }
 
 /// A stream's `schema`: the ones whose bytes ferry carries as they are.
@@ -231,13 +249,12 @@ fn schema(stream: &mut Keys) -> Result<(), String> {
 }
 
 /// A source's one `[[streams]]`: where it delivers.
-fn source_streams(file: &Path, key: &str, streams: Vec<Keys>, entry: &mut toml::Table) -> Result<(), String> {
+fn source_streams(origin: &str, key: &str, streams: Vec<Keys>, entry: &mut toml::Table) -> Result<(), String> {
     let mut streams = streams.into_iter();
     let (Some(mut stream), None) = (streams.next(), streams.next()) else {
         return Err(format!(
-            "{}: the source `{key}` needs exactly one [[streams]] entry (Iggy's runtime delivers to the last of \
-             several, and to none of none)",
-            file.display()
+            "{origin}: the source `{key}` needs exactly one [[streams]] entry (Iggy's runtime delivers to the last of \
+             several, and to none of none)"
         ));
     };
     schema(&mut stream)?;
@@ -247,7 +264,7 @@ fn source_streams(file: &Path, key: &str, streams: Vec<Keys>, entry: &mut toml::
     let out = stream.rest();
     for required in ["stream", "topic"] {
         if !out.contains_key(required) {
-            return Err(format!("{}: [[streams]] {required}: missing", file.display()));
+            return Err(format!("{origin}: [[streams]] {required}: missing"));
         }
     }
     entry.insert("streams".into(), toml::Value::Array(vec![out.into()]));

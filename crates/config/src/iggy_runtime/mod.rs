@@ -14,12 +14,15 @@
 //!
 //! * `runtime_file.rs`: the runtime's file, section by section;
 //! * `connector_file.rs`: one connector file, and the active version of each key;
+//! * `http_provider.rs`: the connectors' configs fetched from a URL (Iggy's HTTP
+//!   provider) instead of read from `config_dir`;
 //! * `components.rs`: the component a native plugin's `path` stands for;
 //! * `env.rs`: Iggy's `IGGY_CONNECTORS_*` environment overrides.
 
 mod components;
 mod connector_file;
 mod env;
+mod http_provider;
 mod runtime_file;
 
 use std::path::Path;
@@ -49,10 +52,11 @@ struct Keys {
 }
 
 impl Keys {
-    fn new(file: &Path, section: &str, table: toml::Table) -> Self {
+    /// The table `section` of `origin` (a file, or a fetched config).
+    fn new(origin: impl std::fmt::Display, section: &str, table: toml::Table) -> Self {
         let at = match section {
-            "" => file.display().to_string(),
-            section => format!("{}: {section}", file.display()),
+            "" => origin.to_string(),
+            section => format!("{origin}: {section}"),
         };
         Keys { at, table }
     }

@@ -2,7 +2,7 @@
 //! defaults when absent: `localhost:8090`, `iggy`/`iggy`; a `token` of `file:PATH`
 //! read from that file), `[http]` (on at `127.0.0.1:8081` unless disabled, as in
 //! Iggy), `[state]` (`local_state` by default), `[connectors]` (the local provider's
-//! `config_dir`), `[telemetry]` and `[logging]` where they ask for nothing ferry
+//! `config_dir`, or the HTTP provider's `base_url`), `[telemetry]` and `[logging]` where they ask for nothing ferry
 //! lacks. Every other top-level section is Ferry's own and is passed on as it is.
 
 use std::path::{Path, PathBuf};
@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use super::components::Components;
 use super::connector_file;
 use super::env::IggyEnv;
+use super::http_provider::HttpProvider;
 use super::{Keys, not_yet};
 
 /// The Ferry config `document`, the runtime file `file`, means.
@@ -22,23 +23,20 @@ pub(super) fn translate(file: &Path, mut document: toml::Table, env: &mut IggyEn
     let mut ferry = toml::Table::new();
 
     let connectors = take_table(file, &mut document, "connectors")?.unwrap_or_default();
-    let mut keys = Keys::new(file, "[connectors]", connectors);
-    match keys.string("config_type")?.as_deref().unwrap_or("local") {
-        "local" => {}
-        "http" => {
-            return Err(not_yet(
-                keys.error("config_type", "\"http\""),
-                "connector configs fetched from a URL",
-                "use config_type = \"local\" with the files in config_dir",
-            ));
-        }
-        other => return Err(keys.error("config_type", format!("{other:?} is neither \"local\" nor \"http\""))),
-    }
-    let config_dir = keys.string("config_dir")?.filter(|dir| !dir.is_empty());
-    let config_dir =
-        config_dir.ok_or_else(|| keys.error("config_dir", "must name the directory of the connector files"))?;
+    let mut keys = Keys::new(file.display(), "[connectors]", connectors);
+    let config_type = keys.string("config_type")?;
     let components = Components::new(&base, keys.string("components_dir")?.as_deref());
-    keys.done("config_type, config_dir, and ferry's components_dir")?;
+    let provider = match config_type.as_deref().unwrap_or("local") {
+        "local" => {
+            let config_dir = keys.string("config_dir")?.filter(|dir| !dir.is_empty());
+            let config_dir =
+                config_dir.ok_or_else(|| keys.error("config_dir", "must name the directory of the connector files"))?;
+            keys.done("config_type, config_dir, and ferry's components_dir")?;
+            Provider::Local(config_dir)
+        }
+        "http" => Provider::Http(HttpProvider::new(keys.rest())?),
+        other => return Err(keys.error("config_type", format!("{other:?} is neither \"local\" nor \"http\""))),
+    };
 
     ferry.insert("iggy".into(), iggy(file, take_table(file, &mut document, "iggy")?.unwrap_or_default())?.into());
     if let Some(http) = http(file, take_table(file, &mut document, "http")?.unwrap_or_default())? {
@@ -51,12 +49,15 @@ pub(super) fn translate(file: &Path, mut document: toml::Table, env: &mut IggyEn
     // Ferry's own sections, as they are: `Config` refuses one it does not know.
     ferry.extend(document);
 
-    let dir = connector_dir(&base, &config_dir)?;
-    for connector in connector_file::active(&dir, env)? {
+    let connectors = match provider {
+        Provider::Local(config_dir) => connector_file::active(&connector_dir(&base, &config_dir)?, env)?,
+        Provider::Http(http) => connector_file::fetched(http.fetch_active(&base)?, env)?,
+    };
+    for connector in connectors {
         let role = connector.role.noun();
         let mut entry = connector.entry;
         let component = components.find(&connector.plugin_path, connector.enabled);
-        let component = component.map_err(|problem| format!("{}: path: {problem}", connector.file.display()))?;
+        let component = component.map_err(|problem| format!("{}: path: {problem}", connector.origin))?;
         entry.insert("path".into(), component.display().to_string().into());
         let list = ferry.entry(format!("{role}s")).or_insert_with(|| toml::Value::Array(Vec::new()));
         match list {
@@ -65,6 +66,14 @@ pub(super) fn translate(file: &Path, mut document: toml::Table, env: &mut IggyEn
         }
     }
     Ok(ferry)
+}
+
+/// Where the connectors' configs come from: Iggy's two providers.
+enum Provider {
+    /// The files of `config_dir`.
+    Local(String),
+    /// A config server's answer.
+    Http(HttpProvider),
 }
 
 /// `config_dir`, relative to the runtime file's directory (ferry's rule for every
@@ -93,7 +102,7 @@ fn take_table(file: &Path, document: &mut toml::Table, name: &str) -> Result<Opt
 /// `[iggy]`, with Iggy's defaults, as Ferry's `[iggy]` (whose other keys may be
 /// added: `transport`, `token_env`, `connect_timeout`, ...).
 fn iggy(file: &Path, table: toml::Table) -> Result<toml::Table, String> {
-    let mut keys = Keys::new(file, "[iggy]", table);
+    let mut keys = Keys::new(file.display(), "[iggy]", table);
     let address = keys.string("address")?.unwrap_or_else(|| "localhost:8090".into());
     let token = keys.string("token")?.filter(|token| !token.is_empty());
     let username = keys.string("username")?;
@@ -114,7 +123,7 @@ fn iggy(file: &Path, table: toml::Table) -> Result<toml::Table, String> {
         }
     };
     if let Some(tls) = tls {
-        let mut keys = Keys::new(file, "[iggy.tls]", tls);
+        let mut keys = Keys::new(file.display(), "[iggy.tls]", tls);
         if keys.bool("enabled")?.unwrap_or(false) {
             let mut tls = toml::Table::new();
             tls.insert("enabled".into(), true.into());
@@ -140,7 +149,7 @@ fn expand_home(path: &str) -> String {
 
 /// `[http]` as Ferry's (none when disabled). Iggy serves its API unless told not to.
 fn http(file: &Path, table: toml::Table) -> Result<Option<toml::Table>, String> {
-    let mut keys = Keys::new(file, "[http]", table);
+    let mut keys = Keys::new(file.display(), "[http]", table);
     if !keys.bool("enabled")?.unwrap_or(true) {
         return Ok(None);
     }
@@ -162,13 +171,13 @@ fn http(file: &Path, table: toml::Table) -> Result<Option<toml::Table>, String> 
         }
     }
     if let Some(cors) = keys.table("cors")? {
-        let mut cors = Keys::new(file, "[http.cors]", cors);
+        let mut cors = Keys::new(file.display(), "[http.cors]", cors);
         if cors.bool("enabled")?.unwrap_or(false) {
             return Err(not_yet(cors.error("enabled", "true"), "CORS", "set enabled = false"));
         }
     }
     if let Some(metrics) = keys.table("metrics")? {
-        let mut metrics = Keys::new(file, "[http.metrics]", metrics);
+        let mut metrics = Keys::new(file.display(), "[http.metrics]", metrics);
         // Ferry serves its metrics at /metrics whether or not they are asked for.
         metrics.bool("enabled")?;
         if let Some(endpoint) = metrics.string("endpoint")?.filter(|e| e != "/metrics") {
@@ -181,7 +190,7 @@ fn http(file: &Path, table: toml::Table) -> Result<Option<toml::Table>, String> 
         metrics.done("enabled, endpoint")?;
     }
     if let Some(tls) = keys.table("tls")? {
-        let mut keys = Keys::new(file, "[http.tls]", tls);
+        let mut keys = Keys::new(file.display(), "[http.tls]", tls);
         if keys.bool("enabled")?.unwrap_or(false) {
             let (cert_file, key_file) = (keys.string("cert_file")?, keys.string("key_file")?);
             let mut tls = toml::Table::new();
@@ -197,13 +206,13 @@ fn http(file: &Path, table: toml::Table) -> Result<Option<toml::Table>, String> 
 /// `[telemetry]` and `[logging]`: accepted where they ask for what ferry does.
 fn telemetry_and_logging(file: &Path, document: &mut toml::Table) -> Result<(), String> {
     if let Some(telemetry) = take_table(file, document, "telemetry")? {
-        let mut keys = Keys::new(file, "[telemetry]", telemetry);
+        let mut keys = Keys::new(file.display(), "[telemetry]", telemetry);
         if keys.bool("enabled")?.unwrap_or(false) {
             return Err(not_yet(keys.error("enabled", "true"), "OpenTelemetry export", "set enabled = false"));
         }
     }
     if let Some(logging) = take_table(file, document, "logging")? {
-        let mut keys = Keys::new(file, "[logging]", logging);
+        let mut keys = Keys::new(file.display(), "[logging]", logging);
         let format = keys.string("format")?;
         match format.as_deref().map(str::to_ascii_lowercase).as_deref() {
             None | Some("text") => {}

@@ -227,7 +227,7 @@ fn what_ferry_cannot_honour_is_refused_naming_the_file_and_the_key() {
         (("api_key = \"\"", "api_key = \"plain\""), "[http] api_key: ferry never reads a secret written in the config"),
         (("enabled = false\nallowed_origins", "enabled = true\nallowed_origins"), "[http.cors] enabled: true"),
         (("format = \"text\"", "format = \"json\""), "[logging] format: \"json\""),
-        (("config_type = \"local\"", "config_type = \"http\""), "[connectors] config_type: \"http\""),
+        (("config_type = \"local\"", "config_type = \"s3\""), "[connectors] config_type: \"s3\" is neither"),
         (("config_dir = \"connectors\"", "config_dir = \"elsewhere\""), "config_dir \"elsewhere\": no such directory"),
     ] {
         let (_dir, runtime) = site(&[("stdout.toml", STDOUT)]);

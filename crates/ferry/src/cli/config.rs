@@ -1,5 +1,5 @@
 //! `ferry config from-iggy CONFIG`: the Ferry config an Iggy connectors runtime file
-//! (and the connector files of its `config_dir`) means, printed to move to. It is the
+//! (and the connector files of its `config_dir`, or its config server's answer) means, printed to move to. It is the
 //! config `ferry run CONFIG` runs for that file, checked the same way.
 
 use std::path::Path;
@@ -20,10 +20,12 @@ pub fn from_iggy(path: &Path) -> Result<ExitCode> {
             path.display()
         );
     };
-    // Checked as `ferry run` would check it, so that what is printed runs.
-    Config::load(path)?;
+    // Checked as `ferry run` would check it (the same text, not the file read and,
+    // for a config server, asked again), so that what is printed runs.
+    Config::parse(path, &ferry, vars)?;
     println!(
-        "# The Ferry config {} means (with the connector files of its config_dir), as `ferry run` runs it.\n\
+        "# The Ferry config {} means (with the connectors of its config_dir, or those its config server \
+         answered with now),\n# as `ferry run` runs it.\n\
          # Relative paths are relative to that file's directory: save this beside it.\n",
         path.display()
     );
