@@ -37,6 +37,14 @@ linger_time = "5ms"
 interval = "1ms"
 max_count = {max_count}
 payload_size = 50
+
+[transforms.add_fields]
+enabled = true
+fields = [{{ key = "origin", value.static = "random" }}, {{ key = "at", value.computed = "timestamp_micros" }}]
+
+[transforms.delete_fields]
+enabled = true
+fields = ["text"]
 "#
     )
 }
@@ -60,7 +68,16 @@ poll_interval = "5ms"
 [plugin_config]
 directory = "/out"
 
-[transforms.add_fields]
+[transforms.update_fields]
+enabled = true
+fields = [{ key = "origin", value.static = "archived from random", condition = "key_exists" }]
+
+[transforms.filter_fields]
+enabled = true
+keep_fields = ["seq"]
+patterns = [{ key_pattern.exact = "origin" }]
+
+[transforms.avro_convert]
 enabled = false
 
 [grants]
@@ -102,6 +119,19 @@ fn seqs(messages: &[iggy::prelude::IggyMessage]) -> Vec<u64> {
     messages.iter().map(|m| seq(&m.payload)).collect()
 }
 
+/// Every payload the file sink wrote under `out`, as JSON.
+fn written_payloads(out: &Path) -> Vec<serde_json::Value> {
+    let mut payloads = Vec::new();
+    for entry in std::fs::read_dir(out).unwrap().filter_map(Result::ok) {
+        for line in std::fs::read_to_string(entry.path()).unwrap().lines() {
+            let line: serde_json::Value = serde_json::from_str(line).unwrap();
+            payloads.push(serde_json::from_str(line["payload"].as_str().unwrap()).unwrap());
+        }
+    }
+    assert!(!payloads.is_empty(), "the sink wrote nothing under {}", out.display());
+    payloads
+}
+
 fn copy(from: &str, to: &Path) {
     std::fs::create_dir_all(to.parent().unwrap()).unwrap();
     std::fs::copy(from, to).unwrap();
@@ -141,13 +171,32 @@ fn an_iggy_runtime_directory_runs_unchanged_and_prints_as_the_ferry_config_it_me
     assert_eq!(seqs(&delivered), (0..COUNT).collect::<Vec<_>>());
     assert_eq!(seqs_once(&written(&site.path("out"))), (0..COUNT).collect());
 
+    // The source's transforms ran before delivery: a field added, one computed, one
+    // deleted; the sink's before the guest: one updated, every other filtered out.
+    for message in &delivered {
+        let record: serde_json::Value = serde_json::from_slice(&message.payload).unwrap();
+        let fields: Vec<&str> = record.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(fields, ["seq", "origin", "at"], "{record}");
+        assert_eq!(record["origin"], "random");
+        assert!(record["at"].as_u64().unwrap() > 1_700_000_000_000_000, "{record}");
+    }
+    for payload in written_payloads(&site.path("out")) {
+        assert_eq!(payload.as_object().unwrap().len(), 2, "{payload}");
+        assert_eq!(payload["origin"], "archived from random", "{payload}");
+    }
+
     // The Ferry config it means, printed, runs as a Ferry config.
     let printed = ferry(&["config", "from-iggy", config.to_str().unwrap()]);
     let text = String::from_utf8_lossy(&printed.stdout).to_string();
     assert!(printed.status.success(), "{}", String::from_utf8_lossy(&printed.stderr));
-    for words in
-        ["[[sources]]", "key = \"random\"", "max_count = 500", "consumer_group = \"iggy-connect-sink-archive\""]
-    {
+    for words in [
+        "[[sources]]",
+        "key = \"random\"",
+        "max_count = 500",
+        "consumer_group = \"iggy-connect-sink-archive\"",
+        "[sources.transforms.add_fields]",
+        "[sinks.transforms.filter_fields]",
+    ] {
         assert!(text.contains(words), "{words}:\n{text}");
     }
     let native = site.config("ferry.toml", &text);

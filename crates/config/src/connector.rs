@@ -67,6 +67,10 @@ macro_rules! connector_config {
             /// Values the host reads and adds to `plugin_config` under these names.
             #[serde(default)]
             pub secrets: std::collections::BTreeMap<String, ferry_contract::settings::SecretSource>,
+            /// Changes to each record's JSON fields (Iggy's field transforms), in the
+            /// order written: after the guest, for a source; before it, for a sink.
+            #[serde(default)]
+            pub transforms: crate::Transforms,
             $( $(#[$own_meta])* pub $own : $own_ty, )*
         }
 
@@ -116,6 +120,9 @@ macro_rules! connector_config {
             fn secrets(&self) -> &std::collections::BTreeMap<String, ferry_contract::settings::SecretSource> {
                 &self.secrets
             }
+            fn transforms(&self) -> &crate::Transforms {
+                &self.transforms
+            }
             fn paths_mut(&mut self) -> Vec<&mut std::path::PathBuf> {
                 let mut paths = vec![&mut self.path];
                 paths.extend(self.grants.paths_mut());
@@ -151,6 +158,8 @@ pub trait ConnectorConfig: std::fmt::Debug + Send + Sync {
     fn limits(&self) -> &Limits;
     fn grants(&self) -> &Grants;
     fn secrets(&self) -> &BTreeMap<String, SecretSource>;
+    /// The record transforms, in the order they run.
+    fn transforms(&self) -> &crate::Transforms;
     /// Every path in it, to resolve against the config file's directory.
     fn paths_mut(&mut self) -> Vec<&mut PathBuf>;
 

@@ -40,6 +40,7 @@ mod limits;
 mod sink;
 mod source;
 mod tenant;
+pub mod transforms;
 mod validate;
 
 use std::collections::BTreeMap;
@@ -62,6 +63,7 @@ pub use limits::Limits;
 pub use sink::{SinkConfig, SinkStreamConfig};
 pub use source::{CreateTopic, Partitioning, SourceConfig, StreamConfig};
 pub use tenant::{TenantConfig, TenantIggy};
+pub use transforms::Transforms;
 pub use validate::MAX_PARTITIONS_COUNT;
 
 /// The config file `ferry run DIR` reads in a directory.

@@ -11,6 +11,8 @@
 //!   above (`ferry-store`, `ferry-iggy`): [`delivery::Target`] (where a source's
 //!   batch goes), [`cursor::CursorStore`] (where its cursor is committed) and
 //!   [`sink::Input`] (where a sink's messages come from);
+//! * [`transform`]: records' JSON fields changed on the way (Iggy's transforms),
+//!   between a source and its target and between a sink's input and the sink;
 //! * [`status`]: what operators see, reported by the loops, and [`shutdown`]: how the
 //!   host stops them between batches.
 
@@ -23,3 +25,4 @@ pub mod sink;
 pub mod source;
 pub mod status;
 pub mod supervisor;
+pub mod transform;

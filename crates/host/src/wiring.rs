@@ -20,6 +20,7 @@ use ferry_engine::delivery::Target;
 use ferry_engine::sink::{DeadLetters, Input, SinkConnector, SinkSettings};
 use ferry_engine::source::{SourceConnector, SourceSettings};
 use ferry_engine::status;
+use ferry_engine::transform::{Pipeline, TransformedInput, TransformedTarget};
 use ferry_iggy::{IggyInput, IggyTarget, Reading};
 use ferry_runtime::{
     CheckedComponent, Compiler, ConnectorComponent, EngineOptions, LoadError, PendingComponent, PoolSize, Runtime,
@@ -384,7 +385,7 @@ impl Wiring {
             streams: source.streams.clone().into(),
             settings: SourceSettings::from_config(source),
             sandbox: Sandbox { limits: source.limits.clone(), grants: source.grants.clone(), shared },
-            target: self.target_of(source),
+            target: self.source_target(source),
             cursor: self.cursor_of(source, cursor),
         }
     }
@@ -493,6 +494,15 @@ impl Wiring {
         }
     }
 
+    /// Where `source`'s batches go: its target, through its transforms when it has any.
+    fn source_target(&self, source: &SourceConfig) -> Arc<dyn Target> {
+        let target = self.target_of(source);
+        match Pipeline::new(&source.transforms) {
+            Some(pipeline) => Arc::new(TransformedTarget::new(Arc::new(pipeline), target)),
+            None => target,
+        }
+    }
+
     /// Whether `sink` reads from Iggy, whose server keeps its offsets (not ferry's
     /// state store).
     pub fn reads_from_iggy(&self, sink: &dyn ConnectorConfig) -> bool {
@@ -503,7 +513,7 @@ impl Wiring {
     /// the local log with its positions in `state`.
     fn input_of(&self, config: &Config, sink: &SinkConfig, state: ConnectorState) -> Arc<dyn Input> {
         let topics = sink.topics().map(|(stream, topic)| (stream.to_string(), topic.to_string())).collect();
-        match self.iggy_of(sink) {
+        let input: Arc<dyn Input> = match self.iggy_of(sink) {
             Some(iggy) => {
                 let reading = match &sink.consumer_group {
                     Some(group) => Reading::InGroup(group.clone()),
@@ -515,6 +525,11 @@ impl Wiring {
                 LocalLogInput::new(&sink.key, &config.local_log.path, topics, Arc::new(state))
                     .in_config_file(&config.file),
             ),
+        };
+        // Its transforms, between what is read and the guest.
+        match Pipeline::new(&sink.transforms) {
+            Some(pipeline) => Arc::new(TransformedInput::new(Arc::new(pipeline), input)),
+            None => input,
         }
     }
 }

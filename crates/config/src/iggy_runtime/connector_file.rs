@@ -186,18 +186,7 @@ fn connector(
     {
         return Err(keys.error("plugin_config_format", format!("{format:?} is none of json, yaml, toml, text")));
     }
-    if let Some(transforms) = keys.table("transforms")? {
-        for (kind, transform) in &transforms {
-            let enabled = transform.get("enabled").and_then(toml::Value::as_bool);
-            if enabled != Some(false) {
-                return Err(not_yet(
-                    format!("{origin}: [transforms.{kind}]"),
-                    "Iggy's transforms",
-                    "set enabled = false, or apply it in the connector",
-                ));
-            }
-        }
-    }
+    // `[transforms.*]` stays as it is: ferry's connectors take Iggy's transforms.
     let streams = match keys.take("streams") {
         Some(toml::Value::Array(streams)) => streams,
         Some(other) => {

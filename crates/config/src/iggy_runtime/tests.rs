@@ -179,9 +179,9 @@ fn a_pinned_version_is_active_and_a_pin_to_no_version_is_refused() {
 fn what_ferry_cannot_honour_is_refused_naming_the_file_and_the_key() {
     let cases: [(&str, String, &[&str]); 7] = [
         (
-            "transforms",
-            STDOUT.replace("enabled = false", "enabled = true"),
-            &["stdout.toml: [transforms.add_fields]", "ferry does not support this yet"],
+            "a converting transform",
+            STDOUT.replace("[transforms.add_fields]\nenabled = false", "[transforms.avro_convert]\nenabled = true"),
+            &["stdout.toml: transforms.avro_convert: converting between formats is not supported by ferry yet"],
         ),
         (
             "schema",

@@ -1,0 +1,401 @@
+//! `transforms`: changes to each record's JSON fields between a source and its
+//! delivery, or between a sink's input and the sink, written as Iggy's connectors
+//! runtime writes them (`[transforms.add_fields]` in a connector file, or
+//! `[sources.transforms.add_fields]` in a Ferry config):
+//!
+//! ```toml
+//! [sinks.transforms.unwrap_envelope]
+//! enabled = true
+//! field = "data"
+//!
+//! [sinks.transforms.add_fields]
+//! enabled = true
+//! fields = [{ key = "source", value.static = "orders" }, { key = "seen_at", value.computed = "timestamp_millis" }]
+//! ```
+//!
+//! The five field transforms Iggy has: `add_fields`, `delete_fields`,
+//! `update_fields`, `filter_fields`, `unwrap_envelope`. Each acts on the top-level
+//! fields of a record that is a JSON object and leaves any other record as it is;
+//! none drops a record. They run in the order written (Iggy's runtime runs them in
+//! an order of its hash map's choosing). This is the config as data; what each does
+//! to a record is in `ferry-engine`'s `transform`.
+
+use serde::Deserialize;
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+
+/// The enabled transforms of one connector, in the order written.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Transforms(pub Vec<Transform>);
+
+impl Transforms {
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// One transform and its settings.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Transform {
+    /// Set each field (added, or overwritten).
+    AddFields(Vec<SetField>),
+    /// Remove these fields, where present.
+    DeleteFields(Vec<String>),
+    /// Set each field where its condition holds.
+    UpdateFields(Vec<SetField>),
+    /// Keep or drop fields by name and value.
+    FilterFields(FilterFields),
+    /// Replace the record by the value of this field, where present.
+    UnwrapEnvelope(String),
+}
+
+/// A field to set, and when.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SetField {
+    pub key: String,
+    pub value: FieldValue,
+    /// `update_fields` only (`add_fields` always sets).
+    #[serde(default)]
+    pub condition: Condition,
+}
+
+/// `value.static = ...` or `value.computed = "..."`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum FieldValue {
+    /// This value, as written.
+    Static(serde_json::Value),
+    /// Worked out again for every record.
+    Computed(Computed),
+}
+
+/// The values a field can be computed as: the time the record was transformed, or
+/// a new UUID.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Computed {
+    /// RFC 3339, UTC: `2026-12-06T17:46:11.123456789+00:00`.
+    DateTime,
+    TimestampNanos,
+    TimestampMicros,
+    TimestampMillis,
+    TimestampSeconds,
+    UuidV4,
+    UuidV7,
+}
+
+/// When `update_fields` sets a field.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Condition {
+    #[default]
+    Always,
+    KeyExists,
+    KeyNotExists,
+}
+
+/// `filter_fields`: a field named in `keep_fields` is kept; any other is kept when
+/// it matches one of `patterns` (`include_matching = true`, the default), or when it
+/// matches none (`false`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FilterFields {
+    #[serde(default)]
+    pub keep_fields: Vec<String>,
+    #[serde(default)]
+    pub patterns: Vec<FieldPattern>,
+    #[serde(default = "yes")]
+    pub include_matching: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// A field matches when its key matches `key_pattern` and its value `value_pattern`
+/// (a part not given matches anything).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FieldPattern {
+    #[serde(default)]
+    pub key_pattern: Option<KeyPattern>,
+    #[serde(default)]
+    pub value_pattern: Option<ValuePattern>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum KeyPattern {
+    Exact(String),
+    StartsWith(String),
+    EndsWith(String),
+    Contains(String),
+    /// Found anywhere in the key (`^...$` for the whole key).
+    Regex(Regex),
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum ValuePattern {
+    Equals(serde_json::Value),
+    /// A string containing this.
+    Contains(String),
+    /// A string in which this is found.
+    Regex(Regex),
+    /// Numbers, integers as well as floats (Iggy's runtime compares floats only).
+    GreaterThan(f64),
+    LessThan(f64),
+    /// `[low, high]`, both included.
+    Between(f64, f64),
+    IsNull,
+    IsNotNull,
+    IsString,
+    IsNumber,
+    IsBoolean,
+    IsObject,
+    IsArray,
+}
+
+/// A regex pattern (the `regex` crate's syntax, as Iggy's), compiled where the
+/// config is read, so that a bad one is named there.
+#[derive(Clone)]
+pub struct Regex(pub regex::Regex);
+
+impl PartialEq for Regex {
+    fn eq(&self, other: &Regex) -> bool {
+        self.0.as_str() == other.0.as_str()
+    }
+}
+
+impl std::fmt::Debug for Regex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", self.0.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Regex {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let pattern = String::deserialize(deserializer)?;
+        regex::Regex::new(&pattern).map(Regex).map_err(|e| de::Error::custom(format!("invalid regex {pattern:?}: {e}")))
+    }
+}
+
+/// The transforms Iggy's runtime has that convert between formats, which ferry
+/// does not have yet.
+const CONVERTERS: [&str; 3] = ["proto_convert", "flat_buffer_convert", "avro_convert"];
+
+const KNOWN: &str = "add_fields, delete_fields, update_fields, filter_fields, unwrap_envelope";
+
+impl<'de> Deserialize<'de> for Transforms {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(TransformsVisitor)
+    }
+}
+
+struct TransformsVisitor;
+
+impl<'de> Visitor<'de> for TransformsVisitor {
+    type Value = Transforms;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "a table of transforms by name ({KNOWN})")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Transforms, A::Error> {
+        let mut transforms = Vec::new();
+        while let Some(name) = map.next_key::<String>()? {
+            let table: toml::Table = map.next_value()?;
+            if let Some(transform) = transform(&name, table).map_err(de::Error::custom)? {
+                transforms.push(transform);
+            }
+        }
+        Ok(Transforms(transforms))
+    }
+}
+
+/// `[transforms.NAME]`: the transform, or none when it is not enabled.
+fn transform(name: &str, mut table: toml::Table) -> Result<Option<Transform>, String> {
+    let at = format!("transforms.{name}");
+    match table.remove("enabled") {
+        Some(toml::Value::Boolean(true)) => {}
+        Some(toml::Value::Boolean(false)) => return Ok(None),
+        Some(other) => return Err(format!("{at}.enabled: expected true or false, found {}", other.type_str())),
+        None => return Err(format!("{at}.enabled: missing (true or false; Iggy's runtime requires it too)")),
+    }
+    if CONVERTERS.contains(&name) {
+        return Err(format!(
+            "{at}: converting between formats is not supported by ferry yet; set enabled = false, or convert in \
+             the connector"
+        ));
+    }
+    let settings = |table: toml::Table| -> Result<Settings, String> {
+        Settings::deserialize(toml::Value::Table(table)).map_err(|e| format!("{at}: {}", e.message()))
+    };
+    let transform = match name {
+        "add_fields" | "update_fields" => {
+            let Settings { fields, .. } = settings(only(&at, table, &["fields"])?)?;
+            let fields = fields.unwrap_or_default();
+            let fields: Vec<SetField> = fields
+                .into_iter()
+                .enumerate()
+                .map(|(i, field)| {
+                    SetField::deserialize(field).map_err(|e| format!("{at}.fields[{i}]: {}", e.message()))
+                })
+                .collect::<Result<_, _>>()?;
+            if name == "add_fields" {
+                if let Some(i) = fields.iter().position(|f| f.condition != Condition::Always) {
+                    return Err(format!("{at}.fields[{i}].condition: only update_fields sets fields by a condition"));
+                }
+                Transform::AddFields(fields)
+            } else {
+                Transform::UpdateFields(fields)
+            }
+        }
+        "delete_fields" => {
+            let Settings { fields, .. } = settings(only(&at, table, &["fields"])?)?;
+            let names = fields
+                .unwrap_or_default()
+                .into_iter()
+                .enumerate()
+                .map(|(i, field)| match field {
+                    toml::Value::String(name) => Ok(name),
+                    other => Err(format!("{at}.fields[{i}]: expected a field's name, found {}", other.type_str())),
+                })
+                .collect::<Result<_, _>>()?;
+            Transform::DeleteFields(names)
+        }
+        "filter_fields" => {
+            let filter =
+                FilterFields::deserialize(toml::Value::Table(table)).map_err(|e| format!("{at}: {}", e.message()))?;
+            for (i, pattern) in filter.patterns.iter().enumerate() {
+                if let Some(ValuePattern::Between(low, high)) = pattern.value_pattern
+                    && low > high
+                {
+                    return Err(format!("{at}.patterns[{i}].value_pattern.between: [{low}, {high}] is empty"));
+                }
+            }
+            Transform::FilterFields(filter)
+        }
+        "unwrap_envelope" => {
+            let Settings { field, .. } = settings(only(&at, table, &["field"])?)?;
+            match field {
+                Some(field) if !field.is_empty() => Transform::UnwrapEnvelope(field),
+                _ => return Err(format!("{at}.field: must name the field whose value is the record")),
+            }
+        }
+        other => return Err(format!("transforms.{other}: unknown transform (ferry has {KNOWN})")),
+    };
+    Ok(Some(transform))
+}
+
+/// The keys a transform's table may hold besides `enabled`.
+#[derive(Deserialize)]
+struct Settings {
+    fields: Option<Vec<toml::Value>>,
+    field: Option<String>,
+}
+
+/// `table`, refusing a key not among `allowed`.
+fn only(at: &str, table: toml::Table, allowed: &[&str]) -> Result<toml::Table, String> {
+    match table.keys().find(|key| !allowed.contains(&key.as_str())) {
+        Some(key) => Err(format!("{at}: unknown key `{key}` (expected enabled, {})", allowed.join(", "))),
+        None => Ok(table),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &str) -> Result<Transforms, String> {
+        #[derive(Deserialize)]
+        struct Holder {
+            transforms: Transforms,
+        }
+        toml::from_str::<Holder>(text).map(|h| h.transforms).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn transforms_are_read_as_iggy_writes_them_in_the_order_written_and_disabled_ones_left_out() {
+        let transforms = read(
+            r#"
+[transforms.unwrap_envelope]
+enabled = true
+field = "data"
+
+[transforms.add_fields]
+enabled = true
+fields = [{ key = "source", value.static = "orders" }, { key = "at", value.computed = "timestamp_millis" }]
+
+[transforms.delete_fields]
+enabled = false
+fields = ["secret"]
+
+[transforms.update_fields]
+enabled = true
+[[transforms.update_fields.fields]]
+key = "status"
+value.static = 7
+condition = "key_exists"
+
+[transforms.filter_fields]
+enabled = true
+keep_fields = ["id"]
+include_matching = false
+patterns = [{ key_pattern.regex = "^tmp_" }, { value_pattern = "is_null" }, { value_pattern.between = [1.0, 9.5] }]
+"#,
+        )
+        .unwrap();
+        let names: Vec<&str> = transforms
+            .0
+            .iter()
+            .map(|t| match t {
+                Transform::UnwrapEnvelope(_) => "unwrap_envelope",
+                Transform::AddFields(_) => "add_fields",
+                Transform::UpdateFields(_) => "update_fields",
+                Transform::FilterFields(_) => "filter_fields",
+                Transform::DeleteFields(_) => "delete_fields",
+            })
+            .collect();
+        assert_eq!(names, ["unwrap_envelope", "add_fields", "update_fields", "filter_fields"]);
+        let Transform::AddFields(fields) = &transforms.0[1] else { unreachable!() };
+        assert_eq!(fields[0].value, FieldValue::Static("orders".into()));
+        assert_eq!(fields[1].value, FieldValue::Computed(Computed::TimestampMillis));
+        let Transform::UpdateFields(fields) = &transforms.0[2] else { unreachable!() };
+        assert_eq!((fields[0].condition, &fields[0].value), (Condition::KeyExists, &FieldValue::Static(7.into())));
+        let Transform::FilterFields(filter) = &transforms.0[3] else { unreachable!() };
+        assert!(!filter.include_matching);
+        assert_eq!(filter.patterns[2].value_pattern, Some(ValuePattern::Between(1.0, 9.5)));
+    }
+
+    #[test]
+    fn a_mistake_in_a_transform_names_it_and_the_key() {
+        for (text, words) in [
+            ("[transforms.add_fields]\nfields = []", "transforms.add_fields.enabled: missing"),
+            ("[transforms.rename_fields]\nenabled = true", "transforms.rename_fields: unknown transform"),
+            ("[transforms.proto_convert]\nenabled = true", "converting between formats is not supported"),
+            ("[transforms.unwrap_envelope]\nenabled = true\nfield = \"\"", "transforms.unwrap_envelope.field: must"),
+            ("[transforms.delete_fields]\nenabled = true\nfield = [\"a\"]", "unknown key `field`"),
+            (
+                "[transforms.add_fields]\nenabled = true\nfields = [{ key = \"a\", value.computed = \"uuid_v9\" }]",
+                "transforms.add_fields.fields[0]: unknown variant `uuid_v9`",
+            ),
+            (
+                "[transforms.add_fields]\nenabled = true\nfields = [{ key = \"a\", value.static = 1, condition = \
+                 \"key_exists\" }]",
+                "only update_fields sets fields by a condition",
+            ),
+            (
+                "[transforms.filter_fields]\nenabled = true\npatterns = [{ key_pattern.regex = \"(\" }]",
+                "transforms.filter_fields: invalid regex \"(\": regex parse error",
+            ),
+            (
+                "[transforms.filter_fields]\nenabled = true\npatterns = [{ value_pattern.between = [9.0, 1.0] }]",
+                "between: [9, 1] is empty",
+            ),
+        ] {
+            let error = read(text).unwrap_err();
+            assert!(error.contains(words), "{text}: {error}");
+        }
+    }
+}

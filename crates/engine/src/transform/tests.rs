@@ -1,0 +1,158 @@
+//! Each transform on records, as Iggy's runtime applies it, and the pipeline's order.
+
+use ferry_config::transforms::Transforms;
+use serde_json::{Value, json};
+
+use super::Pipeline;
+
+fn transforms(text: &str) -> Transforms {
+    #[derive(serde::Deserialize)]
+    struct Holder {
+        transforms: Transforms,
+    }
+    toml::from_str::<Holder>(text).unwrap().transforms
+}
+
+fn pipeline(text: &str) -> Pipeline {
+    Pipeline::new(&transforms(text)).expect("some transforms")
+}
+
+fn apply(pipeline: &Pipeline, record: Value) -> Value {
+    let bytes = pipeline.apply(&serde_json::to_vec(&record).unwrap()).expect("a JSON object is transformed");
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+#[test]
+fn no_transforms_is_no_pipeline() {
+    assert!(Pipeline::new(&Transforms::default()).is_none());
+    let disabled = transforms("[transforms.add_fields]\nenabled = false\nfields = [{ key = \"a\", value.static = 1 }]");
+    assert!(Pipeline::new(&disabled).is_none());
+}
+
+#[test]
+fn fields_are_added_updated_by_condition_and_deleted() {
+    let p = pipeline(
+        r#"
+[transforms.add_fields]
+enabled = true
+fields = [{ key = "source", value.static = "orders" }, { key = "id", value.static = { nested = [1, 2] } }]
+
+[transforms.update_fields]
+enabled = true
+fields = [
+  { key = "status", value.static = "seen", condition = "key_exists" },
+  { key = "missing", value.static = "x", condition = "key_exists" },
+  { key = "source", value.static = "never", condition = "key_not_exists" },
+  { key = "fresh", value.static = true, condition = "key_not_exists" },
+  { key = "always", value.static = 1.5 },
+]
+
+[transforms.delete_fields]
+enabled = true
+fields = ["secret", "not_there"]
+"#,
+    );
+    let out = apply(&p, json!({"id": 7, "status": "new", "secret": "s3", "keep": null}));
+    assert_eq!(
+        out,
+        json!({"id": {"nested": [1, 2]}, "status": "seen", "keep": null, "source": "orders", "fresh": true,
+               "always": 1.5})
+    );
+}
+
+#[test]
+fn computed_values_are_worked_out_for_each_record() {
+    let p = pipeline(
+        r#"
+[transforms.add_fields]
+enabled = true
+fields = [
+  { key = "at", value.computed = "date_time" },
+  { key = "ns", value.computed = "timestamp_nanos" },
+  { key = "us", value.computed = "timestamp_micros" },
+  { key = "ms", value.computed = "timestamp_millis" },
+  { key = "s", value.computed = "timestamp_seconds" },
+  { key = "v4", value.computed = "uuid_v4" },
+  { key = "v7", value.computed = "uuid_v7" },
+]
+"#,
+    );
+    let before = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+    let (a, b) = (apply(&p, json!({})), apply(&p, json!({})));
+    let after = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+    let at = a["at"].as_str().unwrap();
+    assert!(at.ends_with("+00:00") && humantime::parse_rfc3339(&at.replace("+00:00", "Z")).is_ok(), "{at}");
+    let ms = a["ms"].as_u64().unwrap();
+    assert!(before.as_millis() as u64 <= ms && ms <= after.as_millis() as u64, "{ms}");
+    // Each is worked out on its own, so a clock tick may fall between two of them.
+    assert!(a["ns"].as_u64().unwrap() / 1_000_000 >= ms && a["us"].as_u64().unwrap() / 1_000 >= ms);
+    assert!(a["s"].as_u64().unwrap() >= ms / 1000 && a["s"].as_u64().unwrap() <= after.as_secs());
+    for (key, version) in [("v4", 4), ("v7", 7)] {
+        let uuid = uuid::Uuid::parse_str(a[key].as_str().unwrap()).unwrap();
+        assert_eq!(uuid.get_version_num(), version);
+        assert_ne!(a[key], b[key], "a new {key} for every record");
+    }
+}
+
+#[test]
+fn filter_fields_keeps_by_name_key_and_value_patterns() {
+    let keep_matching = pipeline(
+        r#"
+[transforms.filter_fields]
+enabled = true
+keep_fields = ["id"]
+patterns = [
+  { key_pattern.starts_with = "meta_" },
+  { key_pattern.regex = "_at$", value_pattern = "is_string" },
+  { value_pattern.between = [10, 20] },
+  { key_pattern.exact = "flag", value_pattern.equals = true },
+]
+"#,
+    );
+    let record = json!({"id": 1, "meta_a": 0, "created_at": "2026", "updated_at": 5, "n": 15, "m": 15.5,
+                        "big": 25, "flag": true, "other": "x"});
+    assert_eq!(
+        apply(&keep_matching, record.clone()),
+        json!({"id": 1, "meta_a": 0, "created_at": "2026", "n": 15, "m": 15.5, "flag": true}),
+        "integers are numbers too (Iggy's runtime compares floats only)"
+    );
+
+    let drop_matching = pipeline(
+        r#"
+[transforms.filter_fields]
+enabled = true
+keep_fields = ["meta_keep"]
+include_matching = false
+patterns = [{ key_pattern.contains = "meta" }, { value_pattern.regex = "^x" }, { value_pattern.greater_than = 20 }]
+"#,
+    );
+    assert_eq!(
+        apply(&drop_matching, json!({"meta_a": 1, "meta_keep": 2, "other": "x", "n": 15, "big": 25})),
+        json!({"meta_keep": 2, "n": 15})
+    );
+}
+
+#[test]
+fn unwrap_envelope_replaces_the_record_and_other_records_pass_unchanged() {
+    let p = pipeline(
+        r#"
+[transforms.unwrap_envelope]
+enabled = true
+field = "data"
+
+[transforms.add_fields]
+enabled = true
+fields = [{ key = "unwrapped", value.static = true }]
+"#,
+    );
+    // In the order written: unwrapped first, then the field added to what was inside.
+    assert_eq!(apply(&p, json!({"data": {"a": 1}, "meta": 2})), json!({"a": 1, "unwrapped": true}));
+    // No envelope field: the record stays, and is still transformed.
+    assert_eq!(apply(&p, json!({"a": 1})), json!({"a": 1, "unwrapped": true}));
+    // What is inside need not be an object: the field transforms after it leave it.
+    assert_eq!(apply(&p, json!({"data": [1, 2]})), json!([1, 2]));
+    // Not JSON, or not an object: unchanged, as in Iggy.
+    for record in [&b"plain text"[..], b"[1,2]", b"42", b"{\"a\": "] {
+        assert_eq!(p.apply(record), None, "{}", String::from_utf8_lossy(record));
+    }
+}
