@@ -306,23 +306,37 @@ fn connectors_from_an_iggy_config_server_run_and_a_reload_asks_it_again() {
     copy(RANDOM_SOURCE, &site.path("components/random_source.wasm"));
     copy(FILE_SINK, &site.path("components/file_sink.wasm"));
     std::fs::create_dir_all(site.path("out")).unwrap();
-    let runtime_file = runtime_config(&server).replace(
-        "config_type = \"local\"\nconfig_dir = \"connectors\"",
-        &format!("config_type = \"http\"\nbase_url = \"{}\"\ntimeout = \"5s\"", configs.url),
-    );
-    assert!(runtime_file.contains("base_url"), "{runtime_file}");
+    // And logs as JSON, as Iggy's `[logging] format = "json"` asks.
+    let runtime_file = runtime_config(&server)
+        .replace(
+            "config_type = \"local\"\nconfig_dir = \"connectors\"",
+            &format!("config_type = \"http\"\nbase_url = \"{}\"\ntimeout = \"5s\"", configs.url),
+        )
+        .replace("format = \"text\"", "format = \"json\"");
+    assert!(runtime_file.contains("base_url") && runtime_file.contains("\"json\""), "{runtime_file}");
     let config = site.config("config.toml", &runtime_file);
 
     let mut run = Ferry::start(&config, &[]);
     until("the first 300 records in the sink's files", || written(&site.path("out")).len() >= 300);
     assert_eq!(configs.asked(), 1, "asked once at the start");
+    let log = run.log();
+    let lines: Vec<serde_json::Value> = log
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("not a JSON line ({e}): {line}")))
+        .collect();
+    assert!(
+        lines.iter().any(|line| line["level"] == "INFO"
+            && line["span"]["key"] == "random"
+            && line["fields"]["message"].as_str().is_some_and(|m| m.starts_with("random source: 10 to 49 records"))),
+        "the guest's line, with its connector's key:\n{log}"
+    );
 
     // The server now says 700: a reload asks it again (from within the running host),
     // and the source goes on from its cursor to the new end.
     configs.answer(active_configs(700));
     run.signal(Signal::SIGHUP);
-    let line = run.wait_for_line(&["config reloaded"]);
-    assert!(line.contains("changed=1"), "{line}");
+    let line: serde_json::Value = serde_json::from_str(&run.wait_for_line(&["config reloaded"])).unwrap();
+    assert_eq!(line["fields"]["changed"], 1, "{line}");
     assert_eq!(configs.asked(), 2);
     until("all 700 records in the sink's files", || written(&site.path("out")).len() >= 700);
 

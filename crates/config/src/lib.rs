@@ -148,6 +148,9 @@ pub struct RuntimeConfig {
     pub compile_memory: ByteSize,
     /// Where compiled components are kept between runs (see [`Config::compile_cache_dir`]).
     pub compile_cache: CompileCacheSetting,
+    /// How `ferry run` writes its log lines: `text` for people, `json` (one object a
+    /// line) for a log collector.
+    pub log_format: LogFormat,
 }
 
 impl Default for RuntimeConfig {
@@ -160,8 +163,18 @@ impl Default for RuntimeConfig {
             compile_timeout: Duration::from_secs(60),
             compile_memory: ByteSize::gib(2),
             compile_cache: CompileCacheSetting::Default,
+            log_format: LogFormat::Text,
         }
     }
+}
+
+/// `[runtime] log_format`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
 }
 
 /// `[runtime] allocator`.

@@ -45,9 +45,14 @@ pub(super) fn translate(file: &Path, mut document: toml::Table, env: &mut IggyEn
     let mut state = take_table(file, &mut document, "state")?.unwrap_or_default();
     state.entry("path").or_insert_with(|| "local_state".into());
     ferry.insert("state".into(), state.into());
-    telemetry_and_logging(file, &mut document)?;
+    let log_format = telemetry_and_logging(file, &mut document)?;
     // Ferry's own sections, as they are: `Config` refuses one it does not know.
     ferry.extend(document);
+    if let Some(format) = log_format {
+        let runtime = ferry.entry("runtime").or_insert_with(|| toml::Table::new().into());
+        let runtime = runtime.as_table_mut().ok_or_else(|| format!("{}: `runtime` must be a table", file.display()))?;
+        runtime.insert("log_format".into(), format.into());
+    }
 
     let connectors = match provider {
         Provider::Local(config_dir) => connector_file::active(&connector_dir(&base, &config_dir)?, env)?,
@@ -203,24 +208,23 @@ fn http(file: &Path, table: toml::Table) -> Result<Option<toml::Table>, String> 
     Ok(Some(http))
 }
 
-/// `[telemetry]` and `[logging]`: accepted where they ask for what ferry does.
-fn telemetry_and_logging(file: &Path, document: &mut toml::Table) -> Result<(), String> {
+/// `[telemetry]` and `[logging]`: accepted where they ask for what ferry does; the
+/// log format Iggy's `[logging] format` asks for (`text` or `json`), as ferry's
+/// `[runtime] log_format`.
+fn telemetry_and_logging(file: &Path, document: &mut toml::Table) -> Result<Option<String>, String> {
     if let Some(telemetry) = take_table(file, document, "telemetry")? {
         let mut keys = Keys::new(file.display(), "[telemetry]", telemetry);
         if keys.bool("enabled")?.unwrap_or(false) {
             return Err(not_yet(keys.error("enabled", "true"), "OpenTelemetry export", "set enabled = false"));
         }
     }
-    if let Some(logging) = take_table(file, document, "logging")? {
-        let mut keys = Keys::new(file.display(), "[logging]", logging);
-        let format = keys.string("format")?;
-        match format.as_deref().map(str::to_ascii_lowercase).as_deref() {
-            None | Some("text") => {}
-            Some(other) => {
-                return Err(not_yet(keys.error("format", format!("{other:?}")), "JSON logs", "use format = \"text\""));
-            }
-        }
-        keys.done("format")?;
+    let Some(logging) = take_table(file, document, "logging")? else { return Ok(None) };
+    let mut keys = Keys::new(file.display(), "[logging]", logging);
+    // Iggy reads it whatever its case.
+    let format = keys.string("format")?.map(|format| format.to_ascii_lowercase());
+    if let Some(other) = format.as_deref().filter(|format| !["text", "json"].contains(format)) {
+        return Err(keys.error("format", format!("{other:?} is neither \"text\" nor \"json\"")));
     }
-    Ok(())
+    keys.done("format")?;
+    Ok(format)
 }

@@ -226,7 +226,7 @@ fn what_ferry_cannot_honour_is_refused_naming_the_file_and_the_key() {
     for (change, words) in [
         (("api_key = \"\"", "api_key = \"plain\""), "[http] api_key: ferry never reads a secret written in the config"),
         (("enabled = false\nallowed_origins", "enabled = true\nallowed_origins"), "[http.cors] enabled: true"),
-        (("format = \"text\"", "format = \"json\""), "[logging] format: \"json\""),
+        (("format = \"text\"", "format = \"yaml\""), "[logging] format: \"yaml\" is neither"),
         (("config_type = \"local\"", "config_type = \"s3\""), "[connectors] config_type: \"s3\" is neither"),
         (("config_dir = \"connectors\"", "config_dir = \"elsewhere\""), "config_dir \"elsewhere\": no such directory"),
     ] {
@@ -249,6 +249,18 @@ fn ferrys_own_sections_and_keys_may_be_added_to_the_same_files() {
     assert_eq!(config.runtime.shutdown_grace_period, std::time::Duration::from_secs(3));
     assert_eq!(config.state.sync, crate::StateSync::Interval);
     assert_eq!(config.sinks[0].limits.memory.bytes(), 32 << 20);
+}
+
+#[test]
+fn iggys_json_logs_are_ferrys_log_format() {
+    let (_dir, runtime) = site(&[("stdout.toml", STDOUT)]);
+    assert_eq!(load(&runtime).unwrap().runtime.log_format, crate::LogFormat::Text);
+    // In whatever case, and beside ferry's own [runtime].
+    let text = format!("{RUNTIME}\n[runtime]\nshutdown_grace_period = \"3s\"\n").replace("\"text\"", "\"JSON\"");
+    std::fs::write(&runtime, text).unwrap();
+    let config = load(&runtime).unwrap();
+    assert_eq!(config.runtime.log_format, crate::LogFormat::Json);
+    assert_eq!(config.runtime.shutdown_grace_period, std::time::Duration::from_secs(3));
 }
 
 #[test]

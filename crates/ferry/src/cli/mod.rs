@@ -18,6 +18,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
+use ferry_config::{Config, LogFormat};
 use tracing_subscriber::EnvFilter;
 
 const ABOUT: &str = "A sandboxed WebAssembly connector host for Apache Iggy";
@@ -415,11 +416,28 @@ pub fn main() -> ExitCode {
     let default_level =
         if matches!(cli.command, Command::Run { .. }) { "info,tokio_postgres::connection=warn" } else { "warn" };
     let filter = EnvFilter::try_from_env("FERRY_LOG").unwrap_or_else(|_| EnvFilter::new(default_level));
-    let colour = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    tracing_subscriber::fmt().with_env_filter(filter).with_ansi(colour).with_writer(std::io::stderr).init();
+    // `run` reads its config before it logs anything, so that its first line is
+    // already in the format the config asks for; a config it cannot read is said in
+    // text.
+    let run_config = match &cli.command {
+        Command::Run { config } => Some(Config::load(config)),
+        _ => None,
+    };
+    let format = match &run_config {
+        Some(Ok(config)) => config.runtime.log_format,
+        _ => LogFormat::Text,
+    };
+    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => logs.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).init(),
+        LogFormat::Json => logs.json().with_current_span(true).with_span_list(false).init(),
+    }
 
     let result = match cli.command {
-        Command::Run { config } => run::run(&config),
+        Command::Run { .. } => match run_config.expect("read above for `run`") {
+            Ok(config) => run::run(config),
+            Err(error) => Err(error.into()),
+        },
         Command::Inspect { component, wit, config, key } => {
             let grants_of = config.as_deref().zip(key.as_deref());
             inspect::inspect(&component, wit, grants_of)

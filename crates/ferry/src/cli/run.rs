@@ -1,6 +1,5 @@
 //! `ferry run CONFIG`.
 
-use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
@@ -10,8 +9,8 @@ use ferry_host::{Control, Host};
 use ferry_runtime::{Compiler, Isolation};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
-pub fn run(path: &Path) -> Result<ExitCode> {
-    let config = Config::load(path)?;
+pub fn run(config: Config) -> Result<ExitCode> {
+    let path = config.file.clone();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async {
         let mut signals =
