@@ -462,3 +462,61 @@ tls = { cert_file = "tls/cert.pem", key_file = "tls/key.pem" }"#;
         }
     }
 }
+
+#[test]
+fn cors_lets_the_pages_of_the_origins_it_names_call_the_api_and_no_other() {
+    let site = Site::new();
+    let port = free_port();
+    let address = format!("127.0.0.1:{port}");
+    let http = r#"api_key = { env = "FERRY_TEST_API_KEY" }
+
+[http.cors]
+enabled = true
+allowed_origins = ["https://console.example"]
+allowed_methods = ["get", "POST"]
+allowed_headers = ["api-key", "content-type"]
+exposed_headers = ["content-length"]
+"#;
+    let text = format!("{}{}", head(port, http), faulty("feed", "max_count = 10", ""));
+    let mut run = start(&site, &text, &[("FERRY_TEST_API_KEY", API_KEY)]);
+    let origin = ("origin", "https://console.example");
+
+    // A browser's preflight carries no key: it is answered, naming what may follow.
+    let preflight = [origin, ("access-control-request-method", "POST"), ("access-control-request-headers", "api-key")];
+    let answer = request(&address, "OPTIONS", "/reload", &preflight).unwrap();
+    assert_eq!(answer.status, 200, "{answer:?}");
+    assert_eq!(answer.header("access-control-allow-origin"), Some("https://console.example"), "{answer:?}");
+    let methods = answer.header("access-control-allow-methods").unwrap_or_default();
+    assert!(methods.contains("GET") && methods.contains("POST"), "{answer:?}");
+    assert!(answer.header("access-control-allow-headers").unwrap_or_default().contains("api-key"), "{answer:?}");
+
+    // The request itself still needs the key, and its answer may be read by the page.
+    let answer = get(&address, "/health", &[origin]).unwrap();
+    assert_eq!(answer.status, 401, "{answer:?}");
+    let answer = get(&address, "/health", &[origin, ("api-key", API_KEY)]).unwrap();
+    assert_eq!(answer.header("access-control-allow-origin"), Some("https://console.example"), "{answer:?}");
+    assert_eq!(answer.header("access-control-expose-headers"), Some("content-length"), "{answer:?}");
+
+    // Another origin's page may not read it: no header lets it.
+    let other = ("origin", "https://elsewhere.example");
+    let answer = get(&address, "/health", &[other, ("api-key", API_KEY)]).unwrap();
+    assert_eq!(answer.header("access-control-allow-origin"), None, "{answer:?}");
+    let answer = request(&address, "OPTIONS", "/health", &[other, ("access-control-request-method", "GET")]).unwrap();
+    assert_eq!(answer.header("access-control-allow-origin"), None, "{answer:?}");
+    run.signal(Signal::SIGTERM);
+    assert!(run.wait().success(), "{}", run.log());
+
+    // Without [http.cors], a preflight is a request like another: 401 without the key.
+    let port = free_port();
+    let site = Site::new();
+    let text = format!(
+        "{}{}",
+        head(port, r#"api_key = { env = "FERRY_TEST_API_KEY" }"#),
+        faulty("feed", "max_count = 10", "")
+    );
+    let mut run = start(&site, &text, &[("FERRY_TEST_API_KEY", API_KEY)]);
+    let answer = request(&format!("127.0.0.1:{port}"), "OPTIONS", "/reload", &preflight).unwrap();
+    assert_eq!((answer.status, answer.header("access-control-allow-origin")), (401, None), "{answer:?}");
+    run.signal(Signal::SIGTERM);
+    assert!(run.wait().success(), "{}", run.log());
+}

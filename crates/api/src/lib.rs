@@ -23,6 +23,7 @@
 mod auth;
 mod connectors;
 mod control;
+mod cors;
 mod error;
 mod health;
 mod metrics;

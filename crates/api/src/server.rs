@@ -13,7 +13,7 @@ use axum::routing::{get, post};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use super::{Api, auth, connectors, control, error, health, metrics, process, redact, state, stats, tls};
+use super::{Api, auth, connectors, control, cors, error, health, metrics, process, redact, state, stats, tls};
 use ferry_config::{Config, HttpConfig};
 use ferry_engine::shutdown::Shutdown;
 use ferry_host::Host;
@@ -84,7 +84,11 @@ pub async fn start(http: &HttpConfig, host: &mut Host, shutdown: Shutdown) -> Re
     });
     let live = Live(Arc::new(RwLock::new(api)));
     tokio::spawn(follow_reloads(live.clone(), config_in_force, shutdown.clone()));
-    let app = routes(live, api_key);
+    let mut app = routes(live, api_key);
+    // Outside the API key's check: a browser's preflight carries no key.
+    if let Some(cors) = cors::layer(&http.cors).map_err(|p| StartError(format!("{file}: {p}")))? {
+        app = app.layer(cors);
+    }
     let task = match tls {
         None => {
             tracing::info!("HTTP API listening on http://{address}");

@@ -37,6 +37,77 @@ pub struct HttpConfig {
     /// Serve HTTPS with this certificate and key, instead of HTTP.
     #[serde(default)]
     pub tls: Option<HttpTls>,
+    /// Which web pages may call the API from a browser; none unless enabled.
+    #[serde(default)]
+    pub cors: CorsConfig,
+}
+
+/// `[http.cors]`, as Iggy's runtime has it: the origins whose pages a browser lets
+/// call the API (`["*"]`: any), the methods and headers they may use, the headers
+/// they may read, and whether with credentials.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CorsConfig {
+    pub enabled: bool,
+    pub allowed_origins: Vec<String>,
+    pub allowed_methods: Vec<String>,
+    pub allowed_headers: Vec<String>,
+    pub exposed_headers: Vec<String>,
+    pub allow_credentials: bool,
+    pub allow_private_network: bool,
+}
+
+/// The methods `allowed_methods` may name.
+const METHODS: [&str; 9] = ["GET", "POST", "PUT", "DELETE", "HEAD", "OPTIONS", "CONNECT", "PATCH", "TRACE"];
+
+impl CorsConfig {
+    /// What a browser would refuse, or what means nothing, naming the key.
+    fn validate(&self) -> Result<(), String> {
+        if !self.enabled {
+            return Ok(());
+        }
+        let origins = &self.allowed_origins;
+        if origins.is_empty() {
+            return Err("cors.allowed_origins: name the origins that may call the API (or [\"*\"] for any)".into());
+        }
+        let any = origins.iter().any(|origin| origin == "*");
+        if any && origins.len() > 1 {
+            return Err("cors.allowed_origins: \"*\" allows any origin; give it alone or not at all".into());
+        }
+        for origin in origins.iter().filter(|origin| *origin != "*") {
+            let host = origin.strip_prefix("https://").or_else(|| origin.strip_prefix("http://"));
+            if !host.is_some_and(|host| !host.is_empty() && !host.contains(['/', ' ', '?', '#'])) {
+                return Err(format!(
+                    "cors.allowed_origins: {origin:?} is not an origin: write scheme://host[:port], e.g. \
+                     \"https://console.example:8443\", with no path{}",
+                    if origin == "null" {
+                        " (\"null\" is what sandboxed and file:// pages send: any of them)"
+                    } else {
+                        ""
+                    }
+                ));
+            }
+        }
+        if any && self.allow_credentials {
+            return Err(
+                "cors.allow_credentials: browsers refuse credentials for any origin (\"*\"); name the origins".into()
+            );
+        }
+        for method in &self.allowed_methods {
+            if !METHODS.contains(&method.to_ascii_uppercase().as_str()) {
+                return Err(format!("cors.allowed_methods: {method:?} is none of {}", METHODS.join(", ")));
+            }
+        }
+        let token = |name: &str| {
+            !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+        };
+        for (key, names) in [("allowed_headers", &self.allowed_headers), ("exposed_headers", &self.exposed_headers)] {
+            if let Some(name) = names.iter().find(|name| !token(name) || *name == "*") {
+                return Err(format!("cors.{key}: {name:?} is not a header name"));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// `[http] tls`: PEM files, relative to the config file.
@@ -64,6 +135,7 @@ impl HttpConfig {
     /// Problems serde cannot see, naming the key.
     pub(super) fn validate(&self) -> Result<(), String> {
         split_host_port(&self.address).map_err(|p| format!("address: {p}"))?;
+        self.cors.validate()?;
         match &self.api_key {
             Some(SecretSource::Env(variable)) if variable.is_empty() || variable.contains('=') => {
                 Err(format!("api_key: {variable:?} is not an environment variable name"))
@@ -100,6 +172,31 @@ mod tests {
     use super::*;
     use crate::{Config, ConfigError};
 
+    #[test]
+    fn cors_names_what_a_browser_would_refuse() {
+        let check = |cors: &str| {
+            let http: HttpConfig = toml::from_str(&format!("[cors]\nenabled = true\n{cors}")).unwrap();
+            http.validate()
+        };
+        assert_eq!(check("allowed_origins = [\"https://console.example:8443\", \"http://localhost:3000\"]"), Ok(()));
+        assert_eq!(check("allowed_origins = [\"*\"]\nallowed_methods = [\"get\"]"), Ok(()));
+        for (cors, words) in [
+            ("", "name the origins"),
+            ("allowed_origins = [\"*\", \"https://a.example\"]", "give it alone"),
+            ("allowed_origins = [\"https://a.example/app\"]", "is not an origin"),
+            ("allowed_origins = [\"null\"]", "sandboxed and file:// pages"),
+            ("allowed_origins = [\"*\"]\nallow_credentials = true", "cors.allow_credentials"),
+            ("allowed_origins = [\"*\"]\nallowed_methods = [\"FETCH\"]", "\"FETCH\" is none of GET"),
+            ("allowed_origins = [\"*\"]\nallowed_headers = [\"api key\"]", "cors.allowed_headers: \"api key\""),
+        ] {
+            let error = check(cors).unwrap_err();
+            assert!(error.contains(words), "{cors}: {error}");
+        }
+        // Off, it is not looked at.
+        let http: HttpConfig = toml::from_str("[cors]\nallowed_origins = [\"*\", \"x\"]").unwrap();
+        assert_eq!(http.validate(), Ok(()));
+    }
+
     const SOURCE: &str = r#"
 [[sources]]
 key = "random"
@@ -119,7 +216,16 @@ streams = [{ stream = "demo", topic = "random" }]
     fn off_unless_configured_and_on_loopback_by_default() {
         assert_eq!(parse("").unwrap().http, None);
         let http = parse("[http]").unwrap().http.unwrap();
-        assert_eq!(http, HttpConfig { enabled: true, address: "127.0.0.1:8081".into(), api_key: None, tls: None });
+        assert_eq!(
+            http,
+            HttpConfig {
+                enabled: true,
+                address: "127.0.0.1:8081".into(),
+                api_key: None,
+                tls: None,
+                cors: CorsConfig::default()
+            }
+        );
         assert_eq!(http.read_api_key(), Ok(None));
     }
 

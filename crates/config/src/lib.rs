@@ -57,7 +57,7 @@ pub use compile_cache::CompileCacheSetting;
 pub use connector::ConnectorConfig;
 pub use env::ENV_PREFIX;
 pub use ferry_capabilities::{Grants, Sections};
-pub use http::{HttpConfig, HttpTls};
+pub use http::{CorsConfig, HttpConfig, HttpTls};
 pub use iggy::{Credentials, IggyConfig, Secret, TlsConfig, Transport};
 pub use limits::Limits;
 pub use sink::{SinkConfig, SinkStreamConfig};

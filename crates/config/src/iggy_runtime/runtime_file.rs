@@ -175,11 +175,9 @@ fn http(file: &Path, table: toml::Table) -> Result<Option<toml::Table>, String> 
             http.insert("api_key".into(), source);
         }
     }
+    // Ferry's `[http.cors]` has Iggy's keys.
     if let Some(cors) = keys.table("cors")? {
-        let mut cors = Keys::new(file.display(), "[http.cors]", cors);
-        if cors.bool("enabled")?.unwrap_or(false) {
-            return Err(not_yet(cors.error("enabled", "true"), "CORS", "set enabled = false"));
-        }
+        http.insert("cors".into(), cors.into());
     }
     if let Some(metrics) = keys.table("metrics")? {
         let mut metrics = Keys::new(file.display(), "[http.metrics]", metrics);

@@ -225,7 +225,13 @@ fn what_ferry_cannot_honour_is_refused_naming_the_file_and_the_key() {
     // The runtime's own file.
     for (change, words) in [
         (("api_key = \"\"", "api_key = \"plain\""), "[http] api_key: ferry never reads a secret written in the config"),
-        (("enabled = false\nallowed_origins", "enabled = true\nallowed_origins"), "[http.cors] enabled: true"),
+        (
+            (
+                "enabled = false\nallowed_origins = [\"*\"]",
+                "enabled = true\nallowed_origins = [\"*\", \"https://a.example\"]",
+            ),
+            "[http] cors.allowed_origins: \"*\" allows any origin",
+        ),
         (("format = \"text\"", "format = \"yaml\""), "[logging] format: \"yaml\" is neither"),
         (("config_type = \"local\"", "config_type = \"s3\""), "[connectors] config_type: \"s3\" is neither"),
         (("config_dir = \"connectors\"", "config_dir = \"elsewhere\""), "config_dir \"elsewhere\": no such directory"),
