@@ -10,7 +10,7 @@ use nix::sys::signal::Signal;
 use serde_json::{Value, json};
 
 use crate::process::{Ferry, Site, ferry, file_sink_table};
-use ferry_tests::components::{FAULTY_SOURCE, HOSTILE_SOURCE};
+use ferry_tests::components::{FAULTY_SOURCE, FILE_SINK, HOSTILE_SOURCE};
 use ferry_tests::free_port;
 use ferry_tests::http_client::{Response, get, get_tls, get_until, request};
 
@@ -519,4 +519,49 @@ exposed_headers = ["content-length"]
     assert_eq!((answer.status, answer.header("access-control-allow-origin")), (401, None), "{answer:?}");
     run.signal(Signal::SIGTERM);
     assert!(run.wait().success(), "{}", run.log());
+}
+
+#[test]
+fn a_connectors_plugin_config_and_transforms_are_shown_as_iggys_runtime_shows_them() {
+    let site = Site::new();
+    let port = free_port();
+    let address = format!("127.0.0.1:{port}");
+    let transforms = r#"transforms = { add_fields = { enabled = true, fields = [{ key = "origin", value.static = "feed" }] }, delete_fields = { enabled = false, fields = ["x"] } }"#;
+    let bare = format!(
+        r#"
+[[sinks]]
+key = "bare"
+path = "{FILE_SINK}"
+streams = [{{ stream = "demo", topics = ["feed"] }}]
+"#
+    );
+    let text =
+        format!("{}{}{bare}", head(port, ""), faulty("feed", "max_count = 10, messages_per_batch = 2", transforms));
+    let mut run = start(&site, &text, &[]);
+
+    let answer = get(&address, "/sources/feed/configs/plugin", &[]).unwrap();
+    assert_eq!((answer.status, answer.header("content-type")), (200, Some("application/json")), "{answer:?}");
+    assert_eq!(answer.json(), json!({"max_count": 10, "messages_per_batch": 2}));
+    let answer = get(&address, "/sources/feed/configs/plugin?format=toml", &[]).unwrap();
+    let table: toml::Table = toml::from_str(&answer.body).unwrap_or_else(|e| panic!("{e}: {answer:?}"));
+    assert_eq!(table.get("max_count").and_then(toml::Value::as_integer), Some(10), "{answer:?}");
+    let answer = get(&address, "/sources/feed/configs/plugin?format=yaml", &[]).unwrap();
+    assert_eq!(answer.status, 400, "{answer:?}");
+    assert!(answer.json()["error"].as_str().unwrap().contains("none of json, toml, text"), "{answer:?}");
+    let answer = get(&address, "/sinks/bare/configs/plugin", &[]).unwrap();
+    assert_eq!(answer.status, 404, "{answer:?}");
+    assert_eq!(answer.json()["error"], "the sink `bare` has no plugin_config");
+
+    // The transforms that run, in order (a disabled one does not).
+    let answer = get(&address, "/sources/feed/transforms", &[]).unwrap();
+    assert_eq!(
+        answer.json(),
+        json!([{"type": "add_fields", "config": {"enabled": true, "fields": [{"key": "origin", "value": {"static": "feed"}}]}}])
+    );
+    assert_eq!(get(&address, "/sinks/bare/transforms", &[]).unwrap().json(), json!([]));
+    let answer = get(&address, "/sinks/feed/transforms", &[]).unwrap();
+    assert_eq!(answer.status, 404, "{answer:?}");
+    assert!(answer.json()["error"].as_str().unwrap().contains("`feed` is a source, not a sink"), "{answer:?}");
+    run.signal(Signal::SIGTERM);
+    run.wait();
 }

@@ -18,6 +18,10 @@ impl ApiError {
         ApiError { status: StatusCode::NOT_FOUND, message: message.into() }
     }
 
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        ApiError { status: StatusCode::BAD_REQUEST, message: message.into() }
+    }
+
     pub fn unauthorized(message: impl Into<String>) -> Self {
         ApiError { status: StatusCode::UNAUTHORIZED, message: message.into() }
     }

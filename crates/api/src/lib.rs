@@ -21,6 +21,7 @@
 //! * `tls.rs`: HTTPS, with `[http] tls`.
 
 mod auth;
+mod connector_config;
 mod connectors;
 mod control;
 mod cors;

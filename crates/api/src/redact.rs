@@ -1,6 +1,7 @@
-//! No secret in any answer. The API never shows `plugin_config` or secrets, but a
-//! guest's error (its `last_error`), its cursor or a message quoting it could carry a
-//! secret it was handed, so every JSON answer and every state shown passes through
+//! No secret in any answer. The API shows no secret, and `plugin_config` only where
+//! asked for it (`/.../configs/plugin`), but that config, a guest's error (its
+//! `last_error`), its cursor or a message quoting it could carry a secret it was
+//! handed, so every answer and every state shown passes through
 //! the [`Redactor`], which replaces the value of every secret the host knows with
 //! `[redacted]`.
 

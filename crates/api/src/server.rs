@@ -13,7 +13,9 @@ use axum::routing::{get, post};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use super::{Api, auth, connectors, control, cors, error, health, metrics, process, redact, state, stats, tls};
+use super::{
+    Api, auth, connector_config, connectors, control, cors, error, health, metrics, process, redact, state, stats, tls,
+};
 use ferry_config::{Config, HttpConfig};
 use ferry_engine::shutdown::Shutdown;
 use ferry_host::Host;
@@ -149,10 +151,14 @@ fn routes(live: Live, api_key: Option<Arc<str>>) -> Router {
         .route("/sources", get(connectors::sources))
         .route("/sources/{key}", get(connectors::source))
         .route("/sources/{key}/state", get(state::source_state).delete(control::reset_source_state))
+        .route("/sources/{key}/configs/plugin", get(connector_config::source_plugin_config))
+        .route("/sources/{key}/transforms", get(connector_config::source_transforms))
         .route("/sources/{key}/{action}", post(control::source_action))
         .route("/sinks", get(connectors::sinks))
         .route("/sinks/{key}", get(connectors::sink))
         .route("/sinks/{key}/state", get(state::sink_state).delete(control::reset_sink_state))
+        .route("/sinks/{key}/configs/plugin", get(connector_config::sink_plugin_config))
+        .route("/sinks/{key}/transforms", get(connector_config::sink_transforms))
         .route("/sinks/{key}/{action}", post(control::sink_action))
         .fallback(error::no_such_endpoint)
         .method_not_allowed_fallback(error::method_not_allowed)

@@ -20,8 +20,8 @@
 //! an order of its hash map's choosing). This is the config as data; what each does
 //! to a record is in `ferry-engine`'s `transform`.
 
-use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::{Deserialize, Serialize};
 
 /// The enabled transforms of one connector, in the order written.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -48,19 +48,48 @@ pub enum Transform {
     UnwrapEnvelope(String),
 }
 
+impl Transform {
+    /// Its name, as Iggy's runtime names it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Transform::AddFields(_) => "add_fields",
+            Transform::DeleteFields(_) => "delete_fields",
+            Transform::UpdateFields(_) => "update_fields",
+            Transform::FilterFields(_) => "filter_fields",
+            Transform::UnwrapEnvelope(_) => "unwrap_envelope",
+        }
+    }
+
+    /// Its settings as Iggy's runtime writes them (`enabled` and the rest), as JSON:
+    /// what its API shows.
+    pub fn settings(&self) -> serde_json::Value {
+        let settings = match self {
+            Transform::AddFields(fields) | Transform::UpdateFields(fields) => serde_json::json!({ "fields": fields }),
+            Transform::DeleteFields(names) => serde_json::json!({ "fields": names }),
+            Transform::FilterFields(filter) => serde_json::to_value(filter).unwrap_or_default(),
+            Transform::UnwrapEnvelope(field) => serde_json::json!({ "field": field }),
+        };
+        let mut shown = serde_json::json!({ "enabled": true });
+        if let (Some(shown), serde_json::Value::Object(settings)) = (shown.as_object_mut(), settings) {
+            shown.extend(settings);
+        }
+        shown
+    }
+}
+
 /// A field to set, and when.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct SetField {
     pub key: String,
     pub value: FieldValue,
     /// `update_fields` only (`add_fields` always sets).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Condition::is_always")]
     pub condition: Condition,
 }
 
 /// `value.static = ...` or `value.computed = "..."`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum FieldValue {
     /// This value, as written.
@@ -71,7 +100,7 @@ pub enum FieldValue {
 
 /// The values a field can be computed as: the time the record was transformed, or
 /// a new UUID.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Computed {
     /// RFC 3339, UTC: `2026-12-06T17:46:11.123456789+00:00`.
@@ -85,7 +114,7 @@ pub enum Computed {
 }
 
 /// When `update_fields` sets a field.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Condition {
     #[default]
@@ -94,10 +123,16 @@ pub enum Condition {
     KeyNotExists,
 }
 
+impl Condition {
+    fn is_always(&self) -> bool {
+        *self == Condition::Always
+    }
+}
+
 /// `filter_fields`: a field named in `keep_fields` is kept; any other is kept when
 /// it matches one of `patterns` (`include_matching = true`, the default), or when it
 /// matches none (`false`).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct FilterFields {
     #[serde(default)]
@@ -114,16 +149,16 @@ fn yes() -> bool {
 
 /// A field matches when its key matches `key_pattern` and its value `value_pattern`
 /// (a part not given matches anything).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct FieldPattern {
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key_pattern: Option<KeyPattern>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value_pattern: Option<ValuePattern>,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum KeyPattern {
     Exact(String),
@@ -134,7 +169,7 @@ pub enum KeyPattern {
     Regex(Regex),
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum ValuePattern {
     Equals(serde_json::Value),
@@ -170,6 +205,12 @@ impl PartialEq for Regex {
 impl std::fmt::Debug for Regex {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{:?}", self.0.as_str())
+    }
+}
+
+impl Serialize for Regex {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.0.as_str())
     }
 }
 
@@ -366,6 +407,41 @@ patterns = [{ key_pattern.regex = "^tmp_" }, { value_pattern = "is_null" }, { va
         let Transform::FilterFields(filter) = &transforms.0[3] else { unreachable!() };
         assert!(!filter.include_matching);
         assert_eq!(filter.patterns[2].value_pattern, Some(ValuePattern::Between(1.0, 9.5)));
+    }
+
+    #[test]
+    fn settings_are_shown_as_written_and_read_back_the_same() {
+        let text = r#"
+[transforms.update_fields]
+enabled = true
+fields = [{ key = "a", value.computed = "uuid_v7", condition = "key_not_exists" }, { key = "b", value.static = [1] }]
+
+[transforms.filter_fields]
+enabled = true
+patterns = [{ key_pattern.regex = "^x" }, { value_pattern = "is_null" }, { value_pattern.between = [1.0, 2.5] }]
+"#;
+        let transforms = read(text).unwrap();
+        let shown: Vec<(&str, serde_json::Value)> = transforms.0.iter().map(|t| (t.name(), t.settings())).collect();
+        assert_eq!(shown[0].0, "update_fields");
+        assert_eq!(
+            shown[0].1,
+            serde_json::json!({"enabled": true, "fields": [
+                {"key": "a", "value": {"computed": "uuid_v7"}, "condition": "key_not_exists"},
+                {"key": "b", "value": {"static": [1]}}]})
+        );
+        assert_eq!(
+            shown[1].1,
+            serde_json::json!({"enabled": true, "include_matching": true, "keep_fields": [], "patterns": [
+                {"key_pattern": {"regex": "^x"}}, {"value_pattern": "is_null"},
+                {"value_pattern": {"between": [1.0, 2.5]}}]})
+        );
+        // What is shown reads back as the same transforms.
+        let mut again = toml::Table::new();
+        for (name, settings) in shown {
+            again.insert(name.to_string(), toml::Value::try_from(settings).unwrap());
+        }
+        let again: Transforms = toml::Value::Table(again).try_into().unwrap();
+        assert_eq!(again, transforms);
     }
 
     #[test]

@@ -1,0 +1,87 @@
+//! `/sources/{key}/configs/plugin`, `/sinks/{key}/configs/plugin`,
+//! `/sources/{key}/transforms` and `/sinks/{key}/transforms`: a connector's
+//! `plugin_config` and transforms in force, as Iggy's runtime shows them. The plugin
+//! config is written as `?format=` asks (`json`, the default, `toml` or `text`),
+//! with every secret the host knows taken out like any answer.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::Api;
+use super::error::ApiError;
+use ferry_contract::Role;
+
+/// `?format=`.
+#[derive(Deserialize)]
+pub(super) struct Format {
+    format: Option<String>,
+}
+
+pub(super) async fn source_plugin_config(
+    State(api): State<Arc<Api>>,
+    Path(key): Path<String>,
+    Query(format): Query<Format>,
+) -> Response {
+    plugin_config(&api, Role::Source, &key, format).unwrap_or_else(IntoResponse::into_response)
+}
+
+pub(super) async fn sink_plugin_config(
+    State(api): State<Arc<Api>>,
+    Path(key): Path<String>,
+    Query(format): Query<Format>,
+) -> Response {
+    plugin_config(&api, Role::Sink, &key, format).unwrap_or_else(IntoResponse::into_response)
+}
+
+pub(super) async fn source_transforms(State(api): State<Arc<Api>>, Path(key): Path<String>) -> Response {
+    transforms(&api, Role::Source, &key).unwrap_or_else(IntoResponse::into_response)
+}
+
+pub(super) async fn sink_transforms(State(api): State<Arc<Api>>, Path(key): Path<String>) -> Response {
+    transforms(&api, Role::Sink, &key).unwrap_or_else(IntoResponse::into_response)
+}
+
+/// The connector's `plugin_config` in the format asked for; 404 when it has none, as
+/// in Iggy.
+fn plugin_config(api: &Api, role: Role, key: &str, Format { format }: Format) -> Result<Response, ApiError> {
+    let connector = api.find(role, key)?;
+    let Some(plugin_config) = connector.plugin_config() else {
+        return Err(ApiError::not_found(format!("the {} `{key}` has no plugin_config", role.noun())));
+    };
+    let format = format.unwrap_or_else(|| "json".into()).to_ascii_lowercase();
+    let written = match format.as_str() {
+        "json" | "text" => serde_json::to_string(plugin_config).map_err(|e| e.to_string()),
+        "toml" => toml::to_string(plugin_config).map_err(|e| e.to_string()),
+        other => {
+            return Err(ApiError::bad_request(format!(
+                "format {other:?} is none of json, toml, text (ferry does not write yaml)"
+            )));
+        }
+    };
+    let written =
+        written.map_err(|e| ApiError::internal(format!("cannot write the plugin_config as {format}: {e}")))?;
+    let content_type = match format.as_str() {
+        "json" => "application/json",
+        "toml" => "application/toml",
+        _ => "text/plain; charset=utf-8",
+    };
+    let body = api.redactor.text(&written).into_owned();
+    Ok((StatusCode::OK, [(header::CONTENT_TYPE, content_type)], body).into_response())
+}
+
+/// The connector's transforms, in the order they run: `[{"type", "config"}]`.
+fn transforms(api: &Api, role: Role, key: &str) -> Result<Response, ApiError> {
+    let connector = api.find(role, key)?;
+    let shown: Vec<Value> = connector
+        .transforms()
+        .0
+        .iter()
+        .map(|transform| json!({ "type": transform.name(), "config": transform.settings() }))
+        .collect();
+    Ok(api.json(StatusCode::OK, Value::Array(shown)))
+}
