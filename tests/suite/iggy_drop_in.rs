@@ -12,8 +12,12 @@ use std::sync::{Arc, Mutex};
 use nix::sys::signal::Signal;
 
 use crate::iggy_sinks::{seqs_once, until, written};
+use serde_json::json;
+
 use crate::process::{Ferry, Site, ferry};
 use ferry_tests::components::{FILE_SINK, RANDOM_SOURCE};
+use ferry_tests::free_port;
+use ferry_tests::http_client::get;
 use ferry_tests::iggy_server::{IggyServer, PASSWORD, USERNAME, live_server};
 
 fn random(version: u64, max_count: u64) -> String {
@@ -158,11 +162,35 @@ fn an_iggy_runtime_directory_runs_unchanged_and_prints_as_the_ferry_config_it_me
     site.config("connectors/random_v0.toml", &random(0, 50));
     site.config("connectors/random_v1.toml", &random(1, COUNT));
     site.config("connectors/archive.toml", ARCHIVE);
-    let config = site.config("config.toml", &runtime_config(&server));
+    // Iggy's API on, as Iggy's runtime serves it.
+    let api = format!("127.0.0.1:{}", free_port());
+    let runtime_file = runtime_config(&server)
+        .replace("[http]\nenabled = false", &format!("[http]\nenabled = true\naddress = \"{api}\"\napi_key = \"\""));
+    let config = site.config("config.toml", &runtime_file);
 
     let mut run = Ferry::start(&config, &[]);
     run.wait_for_line(&["key=archive", "joined consumer group `iggy-connect-sink-archive`"]);
     until("every record in the sink's files", || written(&site.path("out")).len() as u64 == COUNT);
+
+    // The versions of a connector's config, as Iggy's API shows them; its plugin
+    // config and transforms.
+    let versions = get(&api, "/sources/random/configs", &[]).unwrap().json();
+    let shown: Vec<(u64, bool)> =
+        versions.as_array().unwrap().iter().map(|v| (v["version"].as_u64().unwrap(), v["active"] == true)).collect();
+    assert_eq!(shown, [(0, false), (1, true)], "{versions}");
+    let active = get(&api, "/sources/random/configs/active", &[]).unwrap().json();
+    assert_eq!((active["version"].as_u64(), &active["plugin_config"]["max_count"]), (Some(1), &json!(COUNT)));
+    let first = get(&api, "/sources/random/configs/0", &[]).unwrap().json();
+    assert_eq!((&first["plugin_config"]["max_count"], &first["active"]), (&json!(50), &json!(false)));
+    let none = get(&api, "/sources/random/configs/7", &[]).unwrap();
+    assert_eq!(none.status, 404, "{none:?}");
+    assert!(none.json()["error"].as_str().unwrap().contains("has no version 7 (it has 0, 1)"), "{none:?}");
+    let plugin = get(&api, "/sources/random/configs/plugin", &[]).unwrap().json();
+    assert_eq!(plugin, json!({"interval": "1ms", "max_count": COUNT, "payload_size": 50}));
+    let transforms = get(&api, "/sinks/archive/transforms", &[]).unwrap().json();
+    let types: Vec<&str> = transforms.as_array().unwrap().iter().map(|t| t["type"].as_str().unwrap()).collect();
+    assert_eq!(types, ["update_fields", "filter_fields"], "in the order written, the disabled one left out");
+
     run.signal(Signal::SIGTERM);
     assert!(run.wait().success(), "{}", run.log());
 

@@ -3,6 +3,11 @@
 //! `plugin_config` and transforms in force, as Iggy's runtime shows them. The plugin
 //! config is written as `?format=` asks (`json`, the default, `toml` or `text`),
 //! with every secret the host knows taken out like any answer.
+//!
+//! `/sources/{key}/configs`, `.../configs/active` and `.../configs/{version}`: the
+//! versions of a connector's config that Iggy's runtime files hold (read from them at
+//! each request), each with `active`; a connector of a Ferry config has none (404
+//! saying so).
 
 use std::sync::Arc;
 
@@ -14,6 +19,7 @@ use serde_json::{Value, json};
 
 use super::Api;
 use super::error::ApiError;
+use ferry_config::iggy_runtime;
 use ferry_contract::Role;
 
 /// `?format=`.
@@ -44,6 +50,76 @@ pub(super) async fn source_transforms(State(api): State<Arc<Api>>, Path(key): Pa
 
 pub(super) async fn sink_transforms(State(api): State<Arc<Api>>, Path(key): Path<String>) -> Response {
     transforms(&api, Role::Sink, &key).unwrap_or_else(IntoResponse::into_response)
+}
+
+pub(super) async fn source_configs(State(api): State<Arc<Api>>, Path(key): Path<String>) -> Response {
+    configs(api, Role::Source, key, Which::All).await
+}
+
+pub(super) async fn sink_configs(State(api): State<Arc<Api>>, Path(key): Path<String>) -> Response {
+    configs(api, Role::Sink, key, Which::All).await
+}
+
+pub(super) async fn source_active_config(State(api): State<Arc<Api>>, Path(key): Path<String>) -> Response {
+    configs(api, Role::Source, key, Which::Active).await
+}
+
+pub(super) async fn sink_active_config(State(api): State<Arc<Api>>, Path(key): Path<String>) -> Response {
+    configs(api, Role::Sink, key, Which::Active).await
+}
+
+pub(super) async fn source_config(
+    State(api): State<Arc<Api>>,
+    Path((key, version)): Path<(String, String)>,
+) -> Response {
+    configs(api, Role::Source, key, Which::Version(version)).await
+}
+
+pub(super) async fn sink_config(State(api): State<Arc<Api>>, Path((key, version)): Path<(String, String)>) -> Response {
+    configs(api, Role::Sink, key, Which::Version(version)).await
+}
+
+/// Which versions of a config to show.
+enum Which {
+    All,
+    Active,
+    /// As written in the path.
+    Version(String),
+}
+
+/// The versions asked for, each as Iggy's config with `active`.
+async fn configs(api: Arc<Api>, role: Role, key: String, which: Which) -> Response {
+    let shown = api.blocking(move |api| {
+        api.find(role, &key)?;
+        let vars: Vec<(String, String)> = std::env::vars().collect();
+        let versions = iggy_runtime::versions(&api.config.file, role, &key, &vars).map_err(ApiError::not_found)?;
+        let shown = |v: &iggy_runtime::ConfigVersion| {
+            let mut config = v.config.clone();
+            config["active"] = json!(v.active);
+            config
+        };
+        match which {
+            Which::All => Ok(Value::Array(versions.iter().map(shown).collect())),
+            Which::Active => versions
+                .iter()
+                .find(|v| v.active)
+                .map(shown)
+                .ok_or_else(|| ApiError::not_found(format!("no version of `{key}` is active"))),
+            Which::Version(version) => {
+                let number = version.parse::<u64>().map_err(|_| {
+                    ApiError::bad_request(format!("{version:?} is not a version (a number, `active` or `plugin`)"))
+                })?;
+                versions.iter().find(|v| v.version == number).map(shown).ok_or_else(|| {
+                    let have: Vec<String> = versions.iter().map(|v| v.version.to_string()).collect();
+                    ApiError::not_found(format!("`{key}` has no version {number} (it has {})", have.join(", ")))
+                })
+            }
+        }
+    });
+    match shown.await.and_then(|shown| shown) {
+        Ok(body) => api.json(StatusCode::OK, body),
+        Err(error) => error.into_response(),
+    }
 }
 
 /// The connector's `plugin_config` in the format asked for; 404 when it has none, as

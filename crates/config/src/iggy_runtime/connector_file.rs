@@ -55,25 +55,61 @@ pub(super) fn active(dir: &Path, env: &mut IggyEnv) -> Result<Vec<Connector>, St
     let pins = pins(dir)?;
     let mut active = Vec::new();
     for ((role, key), mut known) in versions {
-        let pinned = pins.get(&(role, key.clone())).copied();
-        let version = match pinned {
-            Some(version) if !known.contains_key(&version) => {
-                let have: Vec<String> = known.keys().map(u64::to_string).collect();
-                return Err(format!(
-                    "{}: [{}s] {key} = {version}, but no file in {} is version {version} of `{key}` (there are \
-                     versions {})",
-                    dir.join(ACTIVE_VERSIONS).display(),
-                    role,
-                    dir.display(),
-                    have.join(", ")
-                ));
-            }
-            Some(version) => version,
-            None => *known.keys().next_back().expect("a key has at least one version"),
-        };
+        let version = active_version(dir, &pins, role, &key, known.keys().copied())?;
         active.push(known.remove(&version).expect("the version is known"));
     }
     Ok(active)
+}
+
+/// Every version of the `role` `key` in `dir` (the file's table, with Iggy's
+/// overrides), and which is active.
+pub(super) fn versions_of(
+    dir: &Path,
+    role: Role,
+    key: &str,
+    env: &mut IggyEnv,
+) -> Result<(Vec<(u64, toml::Table)>, u64), String> {
+    let mut found = BTreeMap::new();
+    for file in connector_files(dir)? {
+        let table = read_table(&file, env)?;
+        let named = |name: &str| table.get(name).and_then(toml::Value::as_str);
+        if named("type") != Some(role.noun()) || named("key") != Some(key) {
+            continue;
+        }
+        let version = table.get("version").and_then(toml::Value::as_integer).and_then(|v| u64::try_from(v).ok());
+        let version = version.ok_or_else(|| format!("{} version: not a version number", file.display()))?;
+        found.insert(version, table);
+    }
+    if found.is_empty() {
+        return Ok((Vec::new(), 0));
+    }
+    let active = active_version(dir, &pins(dir)?, role.noun(), key, found.keys().copied())?;
+    Ok((found.into_iter().collect(), active))
+}
+
+/// Of `versions` (not none) of the `role` `key`, the one `pins` pins, else the highest.
+fn active_version(
+    dir: &Path,
+    pins: &BTreeMap<(&'static str, String), u64>,
+    role: &str,
+    key: &str,
+    versions: impl Iterator<Item = u64>,
+) -> Result<u64, String> {
+    let versions: Vec<u64> = versions.collect();
+    match pins.get(&(role, key.to_string())).copied() {
+        Some(version) if !versions.contains(&version) => {
+            let have: Vec<String> = versions.iter().map(u64::to_string).collect();
+            Err(format!(
+                "{}: [{role}s] {key} = {version}, but no file in {} is version {version} of `{key}` (there are \
+                 versions {})",
+                dir.join(ACTIVE_VERSIONS).display(),
+                dir.display(),
+                have.join(", ")
+            ))
+        }
+        Some(version) => Ok(version),
+        None => Ok(versions.iter().copied().max().expect("a key has at least one version")),
+    }
 }
 
 /// The file that pins versions, as Iggy's runtime writes it.
@@ -128,33 +164,41 @@ fn pins(dir: &Path) -> Result<BTreeMap<(&'static str, String), u64>, String> {
 /// The connectors Iggy's HTTP provider answered with: one active config per key.
 pub(super) fn fetched(configs: Vec<FetchedConfig>, env: &mut IggyEnv) -> Result<Vec<Connector>, String> {
     let mut connectors = Vec::new();
-    for FetchedConfig { origin, table } in configs {
-        connectors.push(connector(&origin, table, env)?.3);
+    for FetchedConfig { origin, mut table } in configs {
+        overrides(&origin, &mut table, env)?;
+        connectors.push(connector(&origin, table)?.3);
     }
     Ok(connectors)
 }
 
 /// One connector file: its role, key and version, and what it means to ferry.
 fn read(file: &Path, env: &mut IggyEnv) -> Result<(Role, String, u64, Connector), String> {
+    connector(&file.display().to_string(), read_table(file, env)?)
+}
+
+/// One connector file's table, with Iggy's overrides for its key.
+fn read_table(file: &Path, env: &mut IggyEnv) -> Result<toml::Table, String> {
     let text = ferry_contract::files::read_regular_text(file, crate::MAX_CONFIG_BYTES, "the file", "the limit")
         .map_err(|e| format!("{}: {}", file.display(), e.problem))?;
-    let table: toml::Table =
+    let mut table: toml::Table =
         toml::from_str(&text).map_err(|e| format!("{}: {}", file.display(), e.to_string().trim()))?;
-    connector(&file.display().to_string(), table, env)
+    overrides(&file.display().to_string(), &mut table, env)?;
+    Ok(table)
+}
+
+/// Iggy's overrides for a connector's key (of every version), by its type and key as
+/// written.
+fn overrides(origin: &str, table: &mut toml::Table, env: &mut IggyEnv) -> Result<(), String> {
+    let named = |name: &str| table.get(name).and_then(toml::Value::as_str).map(str::to_string);
+    if let (Some(role), Some(key)) = (named("type"), named("key")) {
+        env.apply_connector(&role, &key, table).map_err(|p| format!("{origin}: {p}"))?;
+    }
+    Ok(())
 }
 
 /// One connector's config, as a file holds it (or its JSON form, fetched): its role,
 /// key and version, and what it means to ferry; `origin` names it in errors.
-fn connector(
-    origin: &str,
-    mut table: toml::Table,
-    env: &mut IggyEnv,
-) -> Result<(Role, String, u64, Connector), String> {
-    // Iggy's overrides for this key (of every version), by its type and key as written.
-    let named = |name: &str| table.get(name).and_then(toml::Value::as_str).map(str::to_string);
-    if let (Some(role), Some(key)) = (named("type"), named("key")) {
-        env.apply_connector(&role, &key, &mut table).map_err(|p| format!("{origin}: {p}"))?;
-    }
+fn connector(origin: &str, table: toml::Table) -> Result<(Role, String, u64, Connector), String> {
     let mut keys = Keys::new(origin, "", table);
     let role = match keys.string("type")?.as_deref() {
         Some("source") => Role::Source,

@@ -17,13 +17,17 @@
 //! * `http_provider.rs`: the connectors' configs fetched from a URL (Iggy's HTTP
 //!   provider) instead of read from `config_dir`;
 //! * `components.rs`: the component a native plugin's `path` stands for;
-//! * `env.rs`: Iggy's `IGGY_CONNECTORS_*` environment overrides.
+//! * `env.rs`: Iggy's `IGGY_CONNECTORS_*` environment overrides;
+//! * `versions.rs`: every version of one connector's config, as Iggy's API shows them.
 
 mod components;
 mod connector_file;
 mod env;
 mod http_provider;
 mod runtime_file;
+mod versions;
+
+pub use versions::{ConfigVersion, versions};
 
 use std::path::Path;
 

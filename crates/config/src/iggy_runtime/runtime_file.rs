@@ -16,27 +16,9 @@ use super::{Keys, not_yet};
 /// The Ferry config `document`, the runtime file `file`, means.
 pub(super) fn translate(file: &Path, mut document: toml::Table, env: &mut IggyEnv) -> Result<toml::Table, String> {
     env.apply_runtime(&mut document)?;
-    let base = match file.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
+    let base = base_dir(file);
     let mut ferry = toml::Table::new();
-
-    let connectors = take_table(file, &mut document, "connectors")?.unwrap_or_default();
-    let mut keys = Keys::new(file.display(), "[connectors]", connectors);
-    let config_type = keys.string("config_type")?;
-    let components = Components::new(&base, keys.string("components_dir")?.as_deref());
-    let provider = match config_type.as_deref().unwrap_or("local") {
-        "local" => {
-            let config_dir = keys.string("config_dir")?.filter(|dir| !dir.is_empty());
-            let config_dir =
-                config_dir.ok_or_else(|| keys.error("config_dir", "must name the directory of the connector files"))?;
-            keys.done("config_type, config_dir, and ferry's components_dir")?;
-            Provider::Local(config_dir)
-        }
-        "http" => Provider::Http(HttpProvider::new(keys.rest())?),
-        other => return Err(keys.error("config_type", format!("{other:?} is neither \"local\" nor \"http\""))),
-    };
+    let (provider, components) = connectors_section(file, &base, &mut document)?;
 
     ferry.insert("iggy".into(), iggy(file, take_table(file, &mut document, "iggy")?.unwrap_or_default())?.into());
     if let Some(http) = http(file, take_table(file, &mut document, "http")?.unwrap_or_default())? {
@@ -73,8 +55,41 @@ pub(super) fn translate(file: &Path, mut document: toml::Table, env: &mut IggyEn
     Ok(ferry)
 }
 
+/// The directory relative paths of the runtime file `file` are resolved against.
+pub(super) fn base_dir(file: &Path) -> PathBuf {
+    match file.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// `[connectors]` of `document` (taken out of it): where the connectors' configs
+/// come from, and where their components are.
+pub(super) fn connectors_section(
+    file: &Path,
+    base: &Path,
+    document: &mut toml::Table,
+) -> Result<(Provider, Components), String> {
+    let connectors = take_table(file, document, "connectors")?.unwrap_or_default();
+    let mut keys = Keys::new(file.display(), "[connectors]", connectors);
+    let config_type = keys.string("config_type")?;
+    let components = Components::new(base, keys.string("components_dir")?.as_deref());
+    let provider = match config_type.as_deref().unwrap_or("local") {
+        "local" => {
+            let config_dir = keys.string("config_dir")?.filter(|dir| !dir.is_empty());
+            let config_dir =
+                config_dir.ok_or_else(|| keys.error("config_dir", "must name the directory of the connector files"))?;
+            keys.done("config_type, config_dir, and ferry's components_dir")?;
+            Provider::Local(config_dir)
+        }
+        "http" => Provider::Http(HttpProvider::new(keys.rest())?),
+        other => return Err(keys.error("config_type", format!("{other:?} is neither \"local\" nor \"http\""))),
+    };
+    Ok((provider, components))
+}
+
 /// Where the connectors' configs come from: Iggy's two providers.
-enum Provider {
+pub(super) enum Provider {
     /// The files of `config_dir`.
     Local(String),
     /// A config server's answer.
@@ -83,7 +98,7 @@ enum Provider {
 
 /// `config_dir`, relative to the runtime file's directory (ferry's rule for every
 /// path), or else to the working directory (Iggy's).
-fn connector_dir(base: &Path, config_dir: &str) -> Result<PathBuf, String> {
+pub(super) fn connector_dir(base: &Path, config_dir: &str) -> Result<PathBuf, String> {
     let written = Path::new(config_dir);
     let candidates = if written.is_absolute() {
         vec![written.to_path_buf()]

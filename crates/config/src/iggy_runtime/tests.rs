@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::{Config, ConnectorConfig};
+use ferry_contract::Role;
 
 const RUNTIME: &str = r#"
 [http]
@@ -314,4 +315,30 @@ fn iggys_environment_overrides_apply_with_iggys_names_and_one_that_overrides_not
         let error = Config::load_with_env(&runtime, vars(&[(name, "x")])).unwrap_err().to_string();
         assert!(error.contains(words), "{name}: {error}");
     }
+}
+
+#[test]
+fn every_version_of_a_connector_is_shown_as_iggys_api_shows_it() {
+    let (dir, runtime) =
+        site(&[("random_v0.toml", &random(0, 10)), ("random_v1.toml", &random(1, 20)), ("stdout.toml", STDOUT)]);
+    let versions = super::versions(&runtime, Role::Source, "random", &[]).unwrap();
+    let shown: Vec<(u64, bool)> = versions.iter().map(|v| (v.version, v.active)).collect();
+    assert_eq!(shown, [(0, false), (1, true)], "the highest is active");
+    let config = &versions[1].config;
+    assert_eq!((config["key"].as_str(), config["version"].as_u64()), (Some("random"), Some(1)));
+    assert_eq!(config["plugin_config"]["max_count"], 20);
+    assert!(config.get("type").is_none() && config["transforms"].is_null(), "{config}");
+
+    // A pin makes another active; Iggy's overrides apply to what is shown.
+    std::fs::write(dir.path().join("connectors/.active_versions.toml"), "[sources]\nrandom = 0\n").unwrap();
+    let vars = [("IGGY_CONNECTORS_SOURCE_RANDOM_PLUGIN_CONFIG_MAX_COUNT".to_string(), "7".to_string())];
+    let versions = super::versions(&runtime, Role::Source, "random", &vars).unwrap();
+    assert_eq!((versions[0].active, versions[1].active), (true, false));
+    assert_eq!(versions[0].config["plugin_config"]["max_count"], 7);
+
+    let error = super::versions(&runtime, Role::Sink, "random", &[]).unwrap_err();
+    assert!(error.contains("no sink has the key `random`"), "{error}");
+    std::fs::write(dir.path().join("ferry.toml"), "[[sources]]\nkey = \"a\"\npath = \"a.wasm\"\n").unwrap();
+    let error = super::versions(&dir.path().join("ferry.toml"), Role::Source, "a", &[]).unwrap_err();
+    assert!(error.contains("is a Ferry config, which holds one version of each connector"), "{error}");
 }

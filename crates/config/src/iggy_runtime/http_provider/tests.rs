@@ -155,6 +155,13 @@ retry = {{ initial_backoff = "10ms", max_attempts = 2 }}
     assert_eq!((stdout.batch_length, stdout.poll_interval), (100, std::time::Duration::from_millis(5)));
     assert_eq!(stdout.topics().collect::<Vec<_>>(), [("example_stream", "example_topic")]);
 
+    // Their versions are the config server's to show.
+    let error = crate::iggy_runtime::versions(&runtime, ferry_contract::Role::Source, "random", &[]).unwrap_err();
+    assert!(
+        error.contains("kept by the config server (active ones at ") && error.contains("/api/v2/active"),
+        "{error}"
+    );
+
     // What `ferry config from-iggy` prints is a Ferry config with the fetched connectors in it.
     let text = std::fs::read_to_string(&runtime).unwrap();
     let ferry = crate::iggy_runtime::as_ferry(&runtime, &text, &[]).unwrap().expect("an Iggy runtime file");
