@@ -565,3 +565,59 @@ streams = [{{ stream = "demo", topics = ["feed"] }}]
     run.signal(Signal::SIGTERM);
     run.wait();
 }
+
+/// The metric names a dashboard's queries (and variable queries) ask for.
+fn metrics_asked_for(dashboard: &Value) -> std::collections::BTreeSet<String> {
+    let mut queries: Vec<&str> = Vec::new();
+    for panel in dashboard["panels"].as_array().unwrap() {
+        for target in panel["targets"].as_array().unwrap() {
+            queries.push(target["expr"].as_str().unwrap());
+        }
+    }
+    for variable in dashboard["templating"]["list"].as_array().unwrap() {
+        if variable["type"] == "query" {
+            queries.push(variable["query"].as_str().unwrap());
+        }
+    }
+    queries
+        .iter()
+        .flat_map(|query| query.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')))
+        .filter(|word| ["iggy_", "ferry_", "process_"].iter().any(|prefix| word.starts_with(prefix)))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn the_grafana_dashboard_asks_only_for_metrics_ferry_serves() {
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/grafana/ferry-dashboard.json"))
+            .unwrap();
+    let dashboard: Value = serde_json::from_str(&text).unwrap();
+    let asked = metrics_asked_for(&dashboard);
+    assert!(asked.len() >= 15, "{asked:?}");
+
+    let site = Site::new();
+    std::fs::create_dir(site.path("archive-out")).unwrap();
+    let port = free_port();
+    let address = format!("127.0.0.1:{port}");
+    let text = format!(
+        "{}{}{}",
+        head(port, ""),
+        faulty("feed", "max_count = 10, messages_per_batch = 2", ""),
+        file_sink_table("archive", "", "")
+    );
+    let mut run = start(&site, &text, &[]);
+    let metrics = get_until(&address, "/metrics", &[], |m| m.body.contains("iggy_connector_messages_sent_total{")).body;
+    // A family is declared by its `# TYPE` line; a counter's samples add `_total`, a
+    // histogram's `_bucket`, `_sum` and `_count` (a gauge may be named `..._total`).
+    for name in &asked {
+        let family = ["_total", "_bucket", "_sum", "_count"].iter().find_map(|suffix| name.strip_suffix(suffix));
+        let declared = |family: &str| metrics.contains(&format!("# TYPE {family} "));
+        assert!(
+            declared(name) || family.is_some_and(declared),
+            "the dashboard asks for {name}, not served:\n{metrics}"
+        );
+    }
+    run.signal(Signal::SIGTERM);
+    run.wait();
+}
