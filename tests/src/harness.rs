@@ -37,6 +37,7 @@ pub fn quick_settings() -> SourceSettings {
         max_consecutive_nacks: 1000,
         nack_backoff: BackoffConfig { initial: ms(5), max: ms(20) },
         restart_backoff: BackoffConfig { initial: ms(20), max: ms(100) },
+        verbose: false,
     }
 }
 
@@ -51,6 +52,7 @@ pub fn quick_sink_settings() -> SinkSettings {
         max_consecutive_nacks: source.max_consecutive_nacks,
         retry_backoff: source.nack_backoff,
         restart_backoff: source.restart_backoff,
+        verbose: source.verbose,
     }
 }
 

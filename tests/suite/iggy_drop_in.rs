@@ -61,6 +61,7 @@ enabled = true
 version = 0
 name = "Archive"
 path = "target/release/libiggy_connector_file_sink"
+verbose = true
 
 [[streams]]
 stream = "example_stream"
@@ -193,6 +194,13 @@ fn an_iggy_runtime_directory_runs_unchanged_and_prints_as_the_ferry_config_it_me
 
     run.signal(Signal::SIGTERM);
     assert!(run.wait().success(), "{}", run.log());
+
+    // The sink is `verbose`: each batch it settled is an info line; the source's are not.
+    let log = run.log();
+    let settled =
+        |key: &str, what: &str| log.lines().any(|l| l.contains(" INFO ") && l.contains(key) && l.contains(what));
+    assert!(settled("key=archive", "batch written, offset stored"), "{log}");
+    assert!(!settled("key=random", "batch delivered, cursor committed"), "{log}");
 
     // Version 1 ran (version 0 stops at 50); every record reached Iggy and the sink once.
     let delivered = runtime.block_on(server.read_all("example_stream", "example_topic"));

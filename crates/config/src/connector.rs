@@ -67,6 +67,9 @@ macro_rules! connector_config {
             /// Values the host reads and adds to `plugin_config` under these names.
             #[serde(default)]
             pub secrets: std::collections::BTreeMap<String, ferry_contract::settings::SecretSource>,
+            /// Log each batch it settles at info level, not debug (Iggy's `verbose`).
+            #[serde(default)]
+            pub verbose: bool,
             /// Changes to each record's JSON fields (Iggy's field transforms), in the
             /// order written: after the guest, for a source; before it, for a sink.
             #[serde(default)]
@@ -123,6 +126,9 @@ macro_rules! connector_config {
             fn transforms(&self) -> &crate::Transforms {
                 &self.transforms
             }
+            fn verbose(&self) -> bool {
+                self.verbose
+            }
             fn paths_mut(&mut self) -> Vec<&mut std::path::PathBuf> {
                 let mut paths = vec![&mut self.path];
                 paths.extend(self.grants.paths_mut());
@@ -160,6 +166,8 @@ pub trait ConnectorConfig: std::fmt::Debug + Send + Sync {
     fn secrets(&self) -> &BTreeMap<String, SecretSource>;
     /// The record transforms, in the order they run.
     fn transforms(&self) -> &crate::Transforms;
+    /// Whether each batch it settles is logged at info level.
+    fn verbose(&self) -> bool;
     /// Every path in it, to resolve against the config file's directory.
     fn paths_mut(&mut self) -> Vec<&mut PathBuf>;
 

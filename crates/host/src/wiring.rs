@@ -101,6 +101,14 @@ impl Wired {
         }
     }
 
+    /// Whether each batch it settles is logged at info level.
+    pub fn verbose(&self) -> bool {
+        match self {
+            Wired::Source(source, _) => source.settings.verbose,
+            Wired::Sink(sink, _) => sink.settings.verbose,
+        }
+    }
+
     /// Its display name.
     pub fn name(&self) -> Option<String> {
         match self {

@@ -219,10 +219,13 @@ fn connector(origin: &str, table: toml::Table) -> Result<(Role, String, u64, Con
     let name = keys.required("name", name)?;
     let path = keys.string("path")?;
     let plugin_path = keys.required("path", path)?;
-    for flag in ["verbose", "benchmark"] {
-        if keys.bool(flag)?.unwrap_or(false) {
-            return Err(not_yet(keys.error(flag, "true"), "this log option", &format!("set {flag} = false")));
-        }
+    // `verbose` stays: ferry's connectors take it.
+    if keys.bool("benchmark")?.unwrap_or(false) {
+        return Err(not_yet(
+            keys.error("benchmark", "true"),
+            "per-batch stage timings in the log",
+            "set benchmark = false (the stage histograms are always at /metrics)",
+        ));
     }
     // Which format Iggy's API shows plugin_config in: the guest always gets JSON.
     if let Some(format) = keys.string("plugin_config_format")?

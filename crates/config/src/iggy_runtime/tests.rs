@@ -196,7 +196,7 @@ fn what_ferry_cannot_honour_is_refused_naming_the_file_and_the_key() {
             format!("{}\n[[streams]]\nstream = \"b\"\ntopic = \"b\"\nschema = \"json\"\n", random(0, 1)),
             &["needs exactly one [[streams]] entry"],
         ),
-        ("verbose", STDOUT.replace("version = 0", "version = 0\nverbose = true"), &["stdout.toml verbose: true"]),
+        ("benchmark", STDOUT.replace("version = 0", "version = 0\nbenchmark = true"), &["stdout.toml benchmark: true"]),
         (
             "no component",
             STDOUT.replace("libiggy_connector_stdout_sink", "libiggy_connector_elastic_sink"),

@@ -52,6 +52,8 @@ pub struct SinkSettings {
     pub max_consecutive_nacks: u32,
     pub retry_backoff: BackoffConfig,
     pub restart_backoff: BackoffConfig,
+    /// Each batch logged at info level.
+    pub verbose: bool,
 }
 
 impl SinkSettings {
@@ -63,6 +65,7 @@ impl SinkSettings {
             max_consecutive_nacks: config.max_consecutive_nacks(),
             retry_backoff: config.retry_backoff,
             restart_backoff: config.restart_backoff(),
+            verbose: config.verbose(),
         }
     }
 }

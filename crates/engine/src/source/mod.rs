@@ -43,6 +43,8 @@ pub struct SourceSettings {
     pub max_consecutive_nacks: u32,
     pub nack_backoff: BackoffConfig,
     pub restart_backoff: BackoffConfig,
+    /// Each batch logged at info level.
+    pub verbose: bool,
 }
 
 impl SourceSettings {
@@ -53,6 +55,7 @@ impl SourceSettings {
             max_consecutive_nacks: config.max_consecutive_nacks,
             nack_backoff: config.nack_backoff,
             restart_backoff: config.restart_backoff,
+            verbose: config.verbose,
         }
     }
 }

@@ -9,7 +9,7 @@
 //! rate-limited per connector (every count in status stays exact).
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use super::{ConnectorStatus, Event, Meters, Phase, Stage, StatusBoard};
@@ -79,12 +79,23 @@ pub struct Reporter {
     meters: Arc<Meters>,
     /// The budget of lines about problems, which a guest can provoke at will.
     problems: Arc<RateLimit>,
+    /// Each settled batch logged at info level, not debug (the connector's `verbose`).
+    verbose: Arc<AtomicBool>,
 }
 
 impl Reporter {
     pub(super) fn new(key: Arc<str>, board: Arc<StatusBoard>, meters: Arc<Meters>) -> Self {
         let problems = Arc::new(RateLimit::new(PROBLEM_LINES_PER_SECOND, PROBLEM_LINES_BURST));
-        Reporter { key, board, meters, problems }
+        Reporter { key, board, meters, problems, verbose: Arc::new(AtomicBool::new(false)) }
+    }
+
+    /// Log each settled batch at info level (`true`) or debug, from now on.
+    pub fn set_verbose(&self, verbose: bool) {
+        self.verbose.store(verbose, Ordering::Relaxed);
+    }
+
+    fn verbose(&self) -> bool {
+        self.verbose.load(Ordering::Relaxed)
     }
 
     pub fn key(&self) -> &Arc<str> {
@@ -157,7 +168,11 @@ impl Reporter {
     }
 
     pub fn acked(&self, batch: u64, messages: usize, bytes: usize, generation: Option<u64>) {
-        tracing::debug!(batch, messages, bytes, generation, "batch delivered, cursor committed, ACK");
+        if self.verbose() {
+            tracing::info!(batch, messages, bytes, generation, "batch delivered, cursor committed, ACK");
+        } else {
+            tracing::debug!(batch, messages, bytes, generation, "batch delivered, cursor committed, ACK");
+        }
         let event = Event::Acked { key: self.key.clone(), batch, messages, generation };
         self.update(event, |s| {
             s.phase = Phase::Running;
@@ -192,7 +207,11 @@ impl Reporter {
     /// was read.
     pub fn written(&self, at: Written<'_>, bytes: usize) {
         let Written { stream, topic, partition, end, messages, dead, generation } = at;
-        tracing::debug!(stream, topic, partition, end, messages, dead, bytes, "batch written, offset stored");
+        if self.verbose() {
+            tracing::info!(stream, topic, partition, end, messages, dead, bytes, "batch written, offset stored");
+        } else {
+            tracing::debug!(stream, topic, partition, end, messages, dead, bytes, "batch written, offset stored");
+        }
         if dead > 0 {
             self.problem_line(|| {
                 tracing::warn!(
