@@ -24,8 +24,7 @@ pub(super) fn translate(file: &Path, mut document: toml::Table, env: &mut IggyEn
     if let Some(http) = http(file, take_table(file, &mut document, "http")?.unwrap_or_default())? {
         ferry.insert("http".into(), http.into());
     }
-    let mut state = take_table(file, &mut document, "state")?.unwrap_or_default();
-    state.entry("path").or_insert_with(|| "local_state".into());
+    let state = state(file, take_table(file, &mut document, "state")?.unwrap_or_default())?;
     ferry.insert("state".into(), state.into());
     let log_format = telemetry_and_logging(file, &mut document)?;
     // Ferry's own sections, as they are: `Config` refuses one it does not know.
@@ -219,6 +218,33 @@ fn http(file: &Path, table: toml::Table) -> Result<Option<toml::Table>, String> 
     }
     keys.done("enabled, address, api_key, cors, metrics, tls")?;
     Ok(Some(http))
+}
+
+/// `[state]` as Ferry's: `path` (`local_state` by default) and ferry's own keys;
+/// Iggy's `storage = "file"` is what ferry does, `"http"` (connector state kept by an
+/// HTTP service) it does not.
+fn state(file: &Path, table: toml::Table) -> Result<toml::Table, String> {
+    let mut keys = Keys::new(file.display(), "[state]", table);
+    match keys.string("storage")?.map(|s| s.to_ascii_lowercase()).as_deref() {
+        None | Some("file") => {}
+        Some("http") => {
+            return Err(not_yet(
+                keys.error("storage", "\"http\""),
+                "connector state kept by an HTTP service",
+                "use storage = \"file\" (ferry keeps each connector's committed state in its state directory)",
+            ));
+        }
+        Some(other) => return Err(keys.error("storage", format!("{other:?} is neither \"file\" nor \"http\""))),
+    }
+    // Iggy's settings of that service, which means nothing without it.
+    if let Some(http) = keys.table("http")?
+        && http.get("url").and_then(toml::Value::as_str).is_some_and(|url| !url.is_empty())
+    {
+        return Err(keys.error("http.url", "is for storage = \"http\", which ferry does not support yet; remove it"));
+    }
+    let mut state = keys.rest();
+    state.entry("path").or_insert_with(|| "local_state".into());
+    Ok(state)
 }
 
 /// `[telemetry]` and `[logging]`: accepted where they ask for what ferry does; the

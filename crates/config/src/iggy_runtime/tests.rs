@@ -236,6 +236,11 @@ fn what_ferry_cannot_honour_is_refused_naming_the_file_and_the_key() {
         (("format = \"text\"", "format = \"yaml\""), "[logging] format: \"yaml\" is neither"),
         (("config_type = \"local\"", "config_type = \"s3\""), "[connectors] config_type: \"s3\" is neither"),
         (("config_dir = \"connectors\"", "config_dir = \"elsewhere\""), "config_dir \"elsewhere\": no such directory"),
+        (("path = \"local_state\"", "path = \"local_state\"\nstorage = \"http\""), "[state] storage: \"http\""),
+        (
+            ("path = \"local_state\"", "path = \"local_state\"\n[state.http]\nurl = \"http://s\""),
+            "[state] http.url: is for storage = \"http\"",
+        ),
     ] {
         let (_dir, runtime) = site(&[("stdout.toml", STDOUT)]);
         assert!(RUNTIME.contains(change.0), "{change:?}");
@@ -250,7 +255,7 @@ fn ferrys_own_sections_and_keys_may_be_added_to_the_same_files() {
     let sink = format!("{STDOUT}\n[limits]\nmemory = \"32MiB\"\n");
     let (_dir, runtime) = site(&[("stdout.toml", &sink)]);
     let text = format!("{RUNTIME}\n[runtime]\nshutdown_grace_period = \"3s\"\n")
-        .replace("path = \"local_state\"", "path = \"local_state\"\nsync = \"interval\"");
+        .replace("path = \"local_state\"", "path = \"local_state\"\nstorage = \"file\"\nsync = \"interval\"");
     std::fs::write(&runtime, text).unwrap();
     let config = load(&runtime).unwrap();
     assert_eq!(config.runtime.shutdown_grace_period, std::time::Duration::from_secs(3));
