@@ -539,15 +539,20 @@ streams = [{{ stream = "demo", topics = ["feed"] }}]
         format!("{}{}{bare}", head(port, ""), faulty("feed", "max_count = 10, messages_per_batch = 2", transforms));
     let mut run = start(&site, &text, &[]);
 
+    // Without `?format=` (and without plugin_config_format), TOML, as Iggy's runtime.
     let answer = get(&address, "/sources/feed/configs/plugin", &[]).unwrap();
-    assert_eq!((answer.status, answer.header("content-type")), (200, Some("application/json")), "{answer:?}");
-    assert_eq!(answer.json(), json!({"max_count": 10, "messages_per_batch": 2}));
-    let answer = get(&address, "/sources/feed/configs/plugin?format=toml", &[]).unwrap();
+    assert_eq!((answer.status, answer.header("content-type")), (200, Some("application/toml")), "{answer:?}");
     let table: toml::Table = toml::from_str(&answer.body).unwrap_or_else(|e| panic!("{e}: {answer:?}"));
     assert_eq!(table.get("max_count").and_then(toml::Value::as_integer), Some(10), "{answer:?}");
+    let answer = get(&address, "/sources/feed/configs/plugin?format=JSON", &[]).unwrap();
+    assert_eq!(answer.header("content-type"), Some("application/json"), "{answer:?}");
+    assert_eq!(answer.json(), json!({"max_count": 10, "messages_per_batch": 2}));
     let answer = get(&address, "/sources/feed/configs/plugin?format=yaml", &[]).unwrap();
+    assert_eq!(answer.header("content-type"), Some("application/yaml"), "{answer:?}");
+    assert!(answer.body.lines().any(|line| line == "max_count: 10"), "{answer:?}");
+    let answer = get(&address, "/sources/feed/configs/plugin?format=xml", &[]).unwrap();
     assert_eq!(answer.status, 400, "{answer:?}");
-    assert!(answer.json()["error"].as_str().unwrap().contains("none of json, toml, text"), "{answer:?}");
+    assert!(answer.json()["error"].as_str().unwrap().contains("none of json, yaml, toml, text"), "{answer:?}");
     let answer = get(&address, "/sinks/bare/configs/plugin", &[]).unwrap();
     assert_eq!(answer.status, 404, "{answer:?}");
     assert_eq!(answer.json()["error"], "the sink `bare` has no plugin_config");

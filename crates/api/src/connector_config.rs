@@ -1,8 +1,9 @@
 //! `/sources/{key}/configs/plugin`, `/sinks/{key}/configs/plugin`,
 //! `/sources/{key}/transforms` and `/sinks/{key}/transforms`: a connector's
 //! `plugin_config` and transforms in force, as Iggy's runtime shows them. The plugin
-//! config is written as `?format=` asks (`json`, the default, `toml` or `text`),
-//! with every secret the host knows taken out like any answer.
+//! config is written as `?format=` asks (`json`, `yaml`, `toml` or `text`; by default
+//! the connector's `plugin_config_format`, else TOML, as in Iggy), with every secret
+//! the host knows taken out like any answer.
 //!
 //! `/sources/{key}/configs`, `.../configs/active` and `.../configs/{version}`: the
 //! versions of a connector's config that Iggy's runtime files hold (read from them at
@@ -19,7 +20,7 @@ use serde_json::{Value, json};
 
 use super::Api;
 use super::error::ApiError;
-use ferry_config::iggy_runtime;
+use ferry_config::{PluginConfigFormat, iggy_runtime};
 use ferry_contract::Role;
 
 /// `?format=`.
@@ -129,23 +130,23 @@ fn plugin_config(api: &Api, role: Role, key: &str, Format { format }: Format) ->
     let Some(plugin_config) = connector.plugin_config() else {
         return Err(ApiError::not_found(format!("the {} `{key}` has no plugin_config", role.noun())));
     };
-    let format = format.unwrap_or_else(|| "json".into()).to_ascii_lowercase();
-    let written = match format.as_str() {
-        "json" | "text" => serde_json::to_string(plugin_config).map_err(|e| e.to_string()),
-        "toml" => toml::to_string(plugin_config).map_err(|e| e.to_string()),
-        other => {
-            return Err(ApiError::bad_request(format!(
-                "format {other:?} is none of json, toml, text (ferry does not write yaml)"
-            )));
+    let format = match format {
+        None => connector.plugin_config_format().unwrap_or(PluginConfigFormat::Toml),
+        Some(written) => PluginConfigFormat::parse(&written)
+            .ok_or_else(|| ApiError::bad_request(format!("format {written:?} is none of json, yaml, toml, text")))?,
+    };
+    let (content_type, written) = match format {
+        PluginConfigFormat::Json => {
+            ("application/json", serde_json::to_string(plugin_config).map_err(|e| e.to_string()))
         }
+        PluginConfigFormat::Yaml => {
+            ("application/yaml", serde_yaml_ng::to_string(plugin_config).map_err(|e| e.to_string()))
+        }
+        PluginConfigFormat::Toml => ("application/toml", toml::to_string(plugin_config).map_err(|e| e.to_string())),
+        PluginConfigFormat::Text => ("text/plain", serde_json::to_string(plugin_config).map_err(|e| e.to_string())),
     };
     let written =
-        written.map_err(|e| ApiError::internal(format!("cannot write the plugin_config as {format}: {e}")))?;
-    let content_type = match format.as_str() {
-        "json" => "application/json",
-        "toml" => "application/toml",
-        _ => "text/plain; charset=utf-8",
-    };
+        written.map_err(|e| ApiError::internal(format!("cannot write the plugin_config as {format:?}: {e}")))?;
     let body = api.redactor.text(&written).into_owned();
     Ok((StatusCode::OK, [(header::CONTENT_TYPE, content_type)], body).into_response())
 }

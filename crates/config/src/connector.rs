@@ -44,6 +44,10 @@ macro_rules! connector_config {
             /// Settings for the guest, handed to its `open` as JSON.
             #[serde(default)]
             pub plugin_config: Option<toml::Table>,
+            /// The format the API shows `plugin_config` in by default (Iggy's key;
+            /// the guest always gets JSON).
+            #[serde(default)]
+            pub plugin_config_format: Option<crate::PluginConfigFormat>,
             /// How long to wait before polling again after there was nothing.
             #[serde(default = "crate::connector::default_poll_interval", with = "ferry_contract::settings::duration")]
             pub poll_interval: std::time::Duration,
@@ -129,6 +133,9 @@ macro_rules! connector_config {
             fn verbose(&self) -> bool {
                 self.verbose
             }
+            fn plugin_config_format(&self) -> Option<crate::PluginConfigFormat> {
+                self.plugin_config_format
+            }
             fn paths_mut(&mut self) -> Vec<&mut std::path::PathBuf> {
                 let mut paths = vec![&mut self.path];
                 paths.extend(self.grants.paths_mut());
@@ -168,6 +175,8 @@ pub trait ConnectorConfig: std::fmt::Debug + Send + Sync {
     fn transforms(&self) -> &crate::Transforms;
     /// Whether each batch it settles is logged at info level.
     fn verbose(&self) -> bool;
+    /// The format the API shows its `plugin_config` in by default.
+    fn plugin_config_format(&self) -> Option<crate::PluginConfigFormat>;
     /// Every path in it, to resolve against the config file's directory.
     fn paths_mut(&mut self) -> Vec<&mut PathBuf>;
 
@@ -211,4 +220,27 @@ pub(crate) fn default_restart_backoff() -> BackoffConfig {
 /// The backoff after a NACK (sources) or a retry (sinks).
 pub(crate) fn default_retry_backoff() -> BackoffConfig {
     BackoffConfig { initial: Duration::from_millis(100), max: Duration::from_secs(10) }
+}
+
+/// `plugin_config_format`: how the API writes a connector's `plugin_config`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PluginConfigFormat {
+    Json,
+    Yaml,
+    Toml,
+    Text,
+}
+
+impl PluginConfigFormat {
+    /// `?format=` as written (any case).
+    pub fn parse(text: &str) -> Option<PluginConfigFormat> {
+        match text.to_ascii_lowercase().as_str() {
+            "json" => Some(PluginConfigFormat::Json),
+            "yaml" => Some(PluginConfigFormat::Yaml),
+            "toml" => Some(PluginConfigFormat::Toml),
+            "text" => Some(PluginConfigFormat::Text),
+            _ => None,
+        }
+    }
 }

@@ -54,7 +54,7 @@ pub use ferry_contract::settings::{BackoffConfig, ByteSize, SecretSource};
 use serde::Deserialize;
 
 pub use compile_cache::CompileCacheSetting;
-pub use connector::ConnectorConfig;
+pub use connector::{ConnectorConfig, PluginConfigFormat};
 pub use env::ENV_PREFIX;
 pub use ferry_capabilities::{Grants, Sections};
 pub use http::{CorsConfig, HttpConfig, HttpTls};

@@ -227,12 +227,7 @@ fn connector(origin: &str, table: toml::Table) -> Result<(Role, String, u64, Con
             "set benchmark = false (the stage histograms are always at /metrics)",
         ));
     }
-    // Which format Iggy's API shows plugin_config in: the guest always gets JSON.
-    if let Some(format) = keys.string("plugin_config_format")?
-        && !["json", "yaml", "toml", "text"].contains(&format.as_str())
-    {
-        return Err(keys.error("plugin_config_format", format!("{format:?} is none of json, yaml, toml, text")));
-    }
+    // `plugin_config_format` stays: the format the API shows plugin_config in.
     // `[transforms.*]` stays as it is: ferry's connectors take Iggy's transforms.
     let streams = match keys.take("streams") {
         Some(toml::Value::Array(streams)) => streams,

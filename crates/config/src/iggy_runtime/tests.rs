@@ -178,7 +178,7 @@ fn a_pinned_version_is_active_and_a_pin_to_no_version_is_refused() {
 
 #[test]
 fn what_ferry_cannot_honour_is_refused_naming_the_file_and_the_key() {
-    let cases: [(&str, String, &[&str]); 7] = [
+    let cases: [(&str, String, &[&str]); 8] = [
         (
             "a converting transform",
             STDOUT.replace("[transforms.add_fields]\nenabled = false", "[transforms.avro_convert]\nenabled = true"),
@@ -197,6 +197,11 @@ fn what_ferry_cannot_honour_is_refused_naming_the_file_and_the_key() {
             &["needs exactly one [[streams]] entry"],
         ),
         ("benchmark", STDOUT.replace("version = 0", "version = 0\nbenchmark = true"), &["stdout.toml benchmark: true"]),
+        (
+            "a format Iggy has not",
+            STDOUT.replace("version = 0", "version = 0\nplugin_config_format = \"xml\""),
+            &["stdout.toml: unknown variant `xml`, expected one of `json`, `yaml`, `toml`, `text`"],
+        ),
         (
             "no component",
             STDOUT.replace("libiggy_connector_stdout_sink", "libiggy_connector_elastic_sink"),
