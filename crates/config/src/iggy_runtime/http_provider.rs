@@ -20,11 +20,15 @@ use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use ferry_contract::guest_text;
 use ferry_contract::settings::{SecretSource, duration};
 use serde::Deserialize;
 
 /// The largest answer read: the configs of every connector, not a download.
 const MAX_ANSWER_BYTES: u64 = 16 * 1024 * 1024;
+
+/// The most of a server's own words (an error body, its error) shown in an error.
+const SHOWN_BYTES: usize = 300;
 
 /// The URL templates Iggy's provider knows, and their defaults. Ferry asks only for
 /// the active configs; the others name Iggy's ways of changing them, which ferry
@@ -201,7 +205,9 @@ impl HttpProvider {
                         retries + 1
                     );
                     std::thread::sleep(wait);
-                    wait = (wait * self.retry.backoff_multiplier).min(self.retry.max_backoff);
+                    // Both from the config: saturate rather than overflow.
+                    let next = wait.checked_mul(self.retry.backoff_multiplier).unwrap_or(self.retry.max_backoff);
+                    wait = next.min(self.retry.max_backoff);
                 }
                 Err(Failure { problem, .. }) => {
                     let tries = if attempt == 1 { String::new() } else { format!(" (after {attempt} attempts)") };
@@ -219,6 +225,8 @@ impl HttpProvider {
             && let Some(error) = at_path(&answer, path).filter(|error| !error.is_null())
         {
             let error = error.as_str().map(str::to_string).unwrap_or_else(|| error.to_string());
+            // The server's words reach a terminal: escaped and bounded.
+            let error = guest_text::clean(&error, SHOWN_BYTES);
             return Err(format!("GET {url}: the server answered with an error at `{path}`: {error}"));
         }
         let data = match &self.response.data_path {
@@ -295,9 +303,10 @@ fn get(client: &reqwest::blocking::Client, url: &str) -> Result<String, Failure>
     }
     let text = String::from_utf8_lossy(&body).into_owned();
     if !status.is_success() {
-        let shown: String = text.chars().take(300).collect();
+        // The server's words reach a terminal: escaped and bounded.
+        let shown = guest_text::clean(text.trim(), SHOWN_BYTES);
         return Err(Failure {
-            problem: format!("HTTP {status}: {}", shown.trim()),
+            problem: format!("HTTP {status}: {shown}"),
             transient: status.is_server_error() || status.as_u16() == 408 || status.as_u16() == 429,
         });
     }
@@ -330,7 +339,7 @@ fn outline(value: &serde_json::Value) -> String {
         serde_json::Value::Object(map) => {
             let keys: Vec<&str> = map.keys().map(String::as_str).take(6).collect();
             let more = if map.len() > 6 { ", ..." } else { "" };
-            format!("an object with keys {{{}{more}}}", keys.join(", "))
+            format!("an object with keys {{{}{more}}}", guest_text::clean(&keys.join(", "), SHOWN_BYTES))
         }
         serde_json::Value::Array(items) => format!("an array of {} items", items.len()),
         serde_json::Value::String(_) => "a string".into(),

@@ -188,6 +188,21 @@ fn the_servers_error_a_refusal_and_a_server_that_never_answers_are_each_named() 
         "{error}"
     );
 
+    // The server's words are escaped and bounded before they reach a terminal.
+    let loud = format!("\u{1b}[2J{}", "x".repeat(5000));
+    let server = Server::start((StatusCode::OK, serde_json::json!({ "error": loud, "data": null }).to_string()));
+    let (_dir, runtime) = site(&format!(
+        "config_type = \"http\"\nbase_url = \"{}\"\nresponse = {{ data_path = \"data\", error_path = \"error\" }}\n",
+        server.url
+    ));
+    let error = load(&runtime).unwrap_err();
+    assert!(!error.contains('\u{1b}') && error.len() < 1000, "{error}");
+    let server = Server::start((StatusCode::INTERNAL_SERVER_ERROR, loud.clone()));
+    let (_dir, runtime) =
+        site(&format!("config_type = \"http\"\nbase_url = \"{}\"\nretry = {{ enabled = false }}\n", server.url));
+    let error = load(&runtime).unwrap_err();
+    assert!(error.contains("HTTP 500") && !error.contains('\u{1b}') && error.len() < 1000, "{error}");
+
     // A refusal will not change: asked once, not retried.
     let server = Server::start((StatusCode::UNAUTHORIZED, "who are you?".into()));
     let (_dir, runtime) = site(&format!(
