@@ -1,11 +1,13 @@
-//! What [`crate::export_source!`] and [`crate::export_sink!`] expand to call: one
+//! What [`crate::export_source!`], [`crate::export_sink!`] and
+//! [`crate::export_transform!`] expand to call: one
 //! driver per instance, plus the log lines an operator wants to see. Not public API.
 
 use std::cell::RefCell;
 
 use crate::bindings::iggy::connector::types as wire;
 use crate::bindings::sink::exports::iggy::connector::sink as sink_wire;
-use crate::{Driver, Settled, Sink, SinkDriver, Source};
+use crate::bindings::transform::exports::iggy::connector::transform as transform_wire;
+use crate::{Driver, Settled, Sink, SinkDriver, Source, Transform, TransformDriver};
 
 /// The driver of this instance; empty until `open`.
 pub struct Slot<D>(RefCell<Option<D>>);
@@ -106,5 +108,22 @@ impl<K: Sink> Slot<SinkDriver<K>> {
             crate::info!("closing");
             driver.close();
         }
+    }
+}
+
+impl<T: Transform> Slot<TransformDriver<T>> {
+    pub fn open(&self, config: &str) -> Result<(), wire::Error> {
+        self.fill(|| {
+            let driver = TransformDriver::open(config)?;
+            crate::debug!("transform opened");
+            Ok(driver)
+        })
+    }
+
+    pub fn transform(
+        &self,
+        records: Vec<transform_wire::Incoming>,
+    ) -> Result<Vec<Option<transform_wire::Outgoing>>, wire::Error> {
+        Ok(self.with("transform", |driver| driver.transform(records))??)
     }
 }

@@ -2,10 +2,10 @@
 //! crosses the boundary. Authors rarely need them directly: [`crate::Source`],
 //! [`crate::Sink`] and their `export_*!` macros wrap them.
 //!
-//! Two worlds, one set of shared types. The `source-connector` world is generated at
+//! Three worlds, one set of shared types. The `source-connector` world is generated at
 //! the root of this module, with the `types`, `logging` and `postgres` interfaces; the
-//! `sink-connector` world is generated in [`sink`] and reuses them (wit-bindgen's
-//! `with`), so a header value, an error or a log call is one Rust type whichever
+//! `sink-connector` world is generated in [`sink`] and the `transform-component`
+//! world in [`transform`], each reusing them (wit-bindgen's `with`), so a header value, an error or a log call is one Rust type whichever
 //! world a connector implements. Each world's export macro carries the description
 //! of its own exports (`pub_export_macro`), while this library only describes the
 //! imports: a source component declares `source`, a sink component `sink`, and
@@ -35,5 +35,22 @@ pub mod sink {
         pub_export_macro: true,
         export_macro_name: "__export_sink_connector",
         default_bindings_module: "ferry_guest::bindings::sink",
+    });
+}
+
+/// The `transform-component` world, sharing `types` and `logging` with the source
+/// world.
+pub mod transform {
+    wit_bindgen::generate!({
+        path: "../wit",
+        world: "transform-component",
+        additional_derives: [PartialEq],
+        with: {
+            "iggy:connector/types@0.2.0": crate::bindings::iggy::connector::types,
+            "iggy:connector/logging@0.2.0": crate::bindings::iggy::connector::logging,
+        },
+        pub_export_macro: true,
+        export_macro_name: "__export_transform_component",
+        default_bindings_module: "ferry_guest::bindings::transform",
     });
 }

@@ -95,6 +95,35 @@
 //! messages come again. A sink that must not write one twice writes idempotently, by
 //! [`StoredMessage::id`] or by offset (see `connectors/file-sink`).
 //!
+//! ## Transforms
+//!
+//! A transform changes, or drops, a connector's records on their way (between a
+//! source and delivery, or between a sink's input and the sink), chained in the
+//! connector's `transforms`. You write a [`Transform`]: a typed `Config` and
+//! `transform(&mut self, record)` returning the record as it goes on, or `None` to
+//! drop it; [`export_transform!`] exports it. The host keeps each record's id.
+//!
+//! ```ignore
+//! use ferry_guest::{Error, Record, Transform};
+//!
+//! struct Upper;
+//!
+//! impl Transform for Upper {
+//!     type Config = serde_json::Value;
+//!
+//!     fn open(_config: Self::Config) -> Result<Self, Error> {
+//!         Ok(Upper)
+//!     }
+//!
+//!     fn transform(&mut self, mut record: Record) -> Result<Option<Record>, Error> {
+//!         record.payload.make_ascii_uppercase();
+//!         Ok(Some(record))
+//!     }
+//! }
+//!
+//! ferry_guest::export_transform!(Upper);
+//! ```
+//!
 //! ## PostgreSQL
 //!
 //! Connectors granted a server use the host's import,
@@ -123,6 +152,7 @@ mod sink_driver;
 mod source;
 pub mod sql;
 mod stored;
+mod transform;
 
 #[doc(hidden)]
 pub mod __glue;
@@ -137,6 +167,7 @@ pub use sink::{Rejected, Sink, Written};
 pub use sink_driver::{Answer, SinkDriver};
 pub use source::{Batch, Nack, NackReason, Source};
 pub use stored::{SinkBatch, StoredMessage};
+pub use transform::{Record, Transform, TransformDriver};
 
 /// Every guest built with the SDK recycles its small blocks (see `alloc.rs`); a
 /// connector with an allocator of its own turns the `recycling-allocator` feature off.
@@ -218,6 +249,43 @@ macro_rules! export_sink {
             }
 
     $crate::bindings::sink::__export_sink_connector!(FerryExport with_types_in $crate::bindings::sink);
+        };
+    };
+}
+
+/// Export a [`Transform`] implementation as the component's `transform` interface.
+///
+/// Use it once, at the top level of your `cdylib` crate.
+#[macro_export]
+macro_rules! export_transform {
+    ($transform:ty) => {
+        const _: () = {
+            struct FerryExport;
+
+            ::std::thread_local! {
+                static DRIVER: $crate::__glue::Slot<$crate::TransformDriver<$transform>> = $crate::__glue::Slot::new();
+            }
+
+            impl $crate::bindings::transform::exports::iggy::connector::transform::Guest for FerryExport {
+                fn open(
+                    config: ::std::string::String,
+                ) -> ::std::result::Result<(), $crate::bindings::iggy::connector::types::Error> {
+                    DRIVER.with(|slot| slot.open(&config))
+                }
+
+                fn transform(
+                    records: ::std::vec::Vec<$crate::bindings::transform::exports::iggy::connector::transform::Incoming>,
+                ) -> ::std::result::Result<
+                    ::std::vec::Vec<
+                        ::std::option::Option<$crate::bindings::transform::exports::iggy::connector::transform::Outgoing>,
+                    >,
+                    $crate::bindings::iggy::connector::types::Error,
+                > {
+                    DRIVER.with(|slot| slot.transform(records))
+                }
+            }
+
+    $crate::bindings::transform::__export_transform_component!(FerryExport with_types_in $crate::bindings::transform);
         };
     };
 }

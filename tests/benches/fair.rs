@@ -219,6 +219,7 @@ impl Bench {
             settings: SourceSettings { poll_interval: Duration::from_millis(1), ..quick_settings() },
             sandbox: Default::default(),
             target,
+            transforms: None,
             cursor,
         };
         let elapsed = self.tokio.block_on(time_source(&self.runtime, connector));

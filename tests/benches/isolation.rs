@@ -172,6 +172,7 @@ fn connector(runtime: &Runtime, key: &str, component: &str, plugin_config: serde
         settings: quick_settings(),
         sandbox: Sandbox::default(),
         target: Arc::new(NullTarget),
+        transforms: None,
         cursor: Arc::new(MemoryCursor::default()),
     }
 }

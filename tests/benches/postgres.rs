@@ -290,6 +290,7 @@ impl Bench {
             },
             sandbox: self.sandbox(),
             target,
+            transforms: None,
             cursor: Arc::new(self.state(&name)),
         };
         let elapsed = self.tokio.block_on(time_source(&self.runtime, connector));
@@ -360,6 +361,7 @@ impl Bench {
             },
             sandbox: self.sandbox(),
             input: reader,
+            transforms: None,
             dead_letters: None,
         };
         // Its input is the topic of a source's run, longer than `messages`.

@@ -237,6 +237,7 @@ async fn drain(
         settings,
         sandbox,
         input,
+        transforms: None,
         dead_letters: None,
     };
     let elapsed = time_sink(runtime, connector, messages, SinkEnd::Drained).await;

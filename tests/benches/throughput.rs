@@ -89,6 +89,7 @@ async fn measure_into(
         settings,
         sandbox: Default::default(),
         target,
+        transforms: None,
         cursor,
     };
     let elapsed = time_source(runtime, connector).await;

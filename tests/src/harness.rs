@@ -116,6 +116,7 @@ impl Harness {
             settings: quick_settings(),
             sandbox: Sandbox::default(),
             target: self.log.clone() as Arc<dyn Target>,
+            transforms: None,
             cursor: self.source_cursor(key),
         }
     }
@@ -153,6 +154,7 @@ impl Harness {
             settings: quick_sink_settings(),
             sandbox: Sandbox::default(),
             input: Arc::new(LocalLogInput::new(key, self.log.dir(), topics, positions)),
+            transforms: None,
             dead_letters: None,
         }
     }

@@ -42,3 +42,4 @@ mod sinks;
 mod stores;
 mod tenants;
 mod top;
+mod transforms;

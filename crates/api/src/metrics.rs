@@ -9,10 +9,12 @@
 //! * `iggy_connector_messages_produced_total` / `_sent_total` (a source: produced by
 //!   its guest / delivered), `iggy_connector_messages_consumed_total` /
 //!   `_processed_total` (a sink: read from its input / written by its guest);
+//! * `iggy_connector_messages_filtered_total`: records a connector's transforms
+//!   dropped (settled, not delivered or written);
 //! * `iggy_connector_errors_total`: NACKs (retries), guest errors and traps;
-//! * `iggy_connector_stage_duration_seconds{stage}`: `poll`, `deliver`,
-//!   `state_save`, `ack` (a source), `poll`, `write`, `dead_letters`, `state_save`
-//!   (a sink);
+//! * `iggy_connector_stage_duration_seconds{stage}`: `poll`, `transform`,
+//!   `deliver`, `state_save`, `ack` (a source), `poll`, `transform`, `write`,
+//!   `dead_letters`, `state_save` (a sink);
 //!
 //! and Ferry's own, `ferry_connector_*`: NACKs by `reason`, traps, guest errors,
 //! restarts, the committed generation, guest log lines dropped, dead-lettered
@@ -108,7 +110,7 @@ impl Collector for BoardCollector {
             let rows = rows.iter().filter(|r| role.is_none_or(|role| r.is(role)));
             rows.map(|r| (r.labels.clone(), value(&r.status))).collect()
         };
-        let counters: [(&str, &str, Samples<u64>); 13] = [
+        let counters: [(&str, &str, Samples<u64>); 14] = [
             (
                 "iggy_connector_messages_produced",
                 "Messages a source's guest produced, in batches delivered or not.",
@@ -128,6 +130,11 @@ impl Collector for BoardCollector {
                 "iggy_connector_messages_processed",
                 "Messages a sink's guest wrote (its offset stored past them; dead letters are counted apart).",
                 each(Some(Role::Sink), |s| s.messages_delivered),
+            ),
+            (
+                "iggy_connector_messages_filtered",
+                "Records a connector's transforms dropped: settled, never delivered or written.",
+                each(None, |s| s.messages_filtered),
             ),
             (
                 "iggy_connector_errors",
@@ -251,9 +258,9 @@ impl Collector for BoardCollector {
 /// The stages a connector of this role goes through.
 fn stages_of(row: &Row) -> &'static [Stage] {
     if row.is(Role::Source) {
-        &[Stage::Poll, Stage::Deliver, Stage::StateSave, Stage::Ack]
+        &[Stage::Poll, Stage::Transform, Stage::Deliver, Stage::StateSave, Stage::Ack]
     } else {
-        &[Stage::Poll, Stage::Write, Stage::DeadLetters, Stage::StateSave]
+        &[Stage::Poll, Stage::Transform, Stage::Write, Stage::DeadLetters, Stage::StateSave]
     }
 }
 

@@ -61,6 +61,7 @@ fn connector(view: &View) -> Value {
         "committed_generation": status.committed_generation,
         "log_lines_dropped": status.log_lines_dropped,
         "fuel_consumed": status.fuel_consumed,
+        "messages_filtered": status.messages_filtered,
         "last_error": status.last_error,
     });
     let (polled, done) = match view.config.role() {

@@ -74,8 +74,9 @@ macro_rules! connector_config {
             /// Log each batch it settles at info level, not debug (Iggy's `verbose`).
             #[serde(default)]
             pub verbose: bool,
-            /// Changes to each record's JSON fields (Iggy's field transforms), in the
-            /// order written: after the guest, for a source; before it, for a sink.
+            /// Changes to each record (Iggy's field transforms, and transform
+            /// components), in the order written: after the guest, for a source;
+            /// before it, for a sink.
             #[serde(default)]
             pub transforms: crate::Transforms,
             $( $(#[$own_meta])* pub $own : $own_ty, )*
@@ -139,6 +140,7 @@ macro_rules! connector_config {
             fn paths_mut(&mut self) -> Vec<&mut std::path::PathBuf> {
                 let mut paths = vec![&mut self.path];
                 paths.extend(self.grants.paths_mut());
+                paths.extend(self.transforms.paths_mut());
                 paths.extend(self.secrets.values_mut().filter_map(|secret| match secret {
                     ferry_contract::settings::SecretSource::File(path) => Some(path),
                     ferry_contract::settings::SecretSource::Env(_) => None,

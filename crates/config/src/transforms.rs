@@ -16,9 +16,21 @@
 //! The five field transforms Iggy has: `add_fields`, `delete_fields`,
 //! `update_fields`, `filter_fields`, `unwrap_envelope`. Each acts on the top-level
 //! fields of a record that is a JSON object and leaves any other record as it is;
-//! none drops a record. They run in the order written (Iggy's runtime runs them in
-//! an order of its hash map's choosing). This is the config as data; what each does
-//! to a record is in `ferry-engine`'s `transform`.
+//! none drops a record.
+//!
+//! Beyond Iggy, a transform can be a component (`wit/transform.wit`), under a name
+//! of the user's choosing, which may drop records as well as change them:
+//!
+//! ```toml
+//! [sources.transforms.redact]
+//! enabled = true
+//! component = "transforms/redact.wasm"
+//! plugin_config = { fields = ["email"] }
+//! ```
+//!
+//! They all run in the order written (Iggy's runtime runs its own in an order of its
+//! hash map's choosing). This is the config as data; what each does to a record is
+//! in `ferry-engine`'s `transform`.
 
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
@@ -30,6 +42,22 @@ pub struct Transforms(pub Vec<Transform>);
 impl Transforms {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+
+    /// The component files of its component transforms, for resolving relative ones.
+    pub fn paths_mut(&mut self) -> impl Iterator<Item = &mut std::path::PathBuf> {
+        self.0.iter_mut().filter_map(|transform| match transform {
+            Transform::Component(component) => Some(&mut component.component),
+            _ => None,
+        })
+    }
+
+    /// Its component transforms.
+    pub fn components(&self) -> impl Iterator<Item = &ComponentTransform> {
+        self.0.iter().filter_map(|transform| match transform {
+            Transform::Component(component) => Some(component),
+            _ => None,
+        })
     }
 }
 
@@ -46,12 +74,39 @@ pub enum Transform {
     FilterFields(FilterFields),
     /// Replace the record by the value of this field, where present.
     UnwrapEnvelope(String),
+    /// A transform component, which may drop records too.
+    Component(ComponentTransform),
+}
+
+/// `[transforms.NAME]` with a `component`: a transform written as a component of
+/// `wit/transform.wit`, run sandboxed under its connector's limits, granted nothing.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ComponentTransform {
+    /// The name it has in the config (`NAME`): what its errors and the log call it.
+    #[serde(skip)]
+    pub name: String,
+    /// The component file; a relative path is resolved against the config file's
+    /// directory, as a connector's `path` is.
+    pub component: std::path::PathBuf,
+    /// Handed to its `open`, as JSON (`{}` when none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plugin_config: Option<toml::Table>,
+}
+
+impl ComponentTransform {
+    /// Its `plugin_config` as the JSON its `open` receives.
+    pub fn plugin_config_json(&self) -> String {
+        let table = self.plugin_config.clone().unwrap_or_default();
+        serde_json::to_string(&table).expect("a TOML table serializes as JSON")
+    }
 }
 
 impl Transform {
-    /// Its name, as Iggy's runtime names it.
-    pub fn name(&self) -> &'static str {
+    /// Its name, as Iggy's runtime names it (a component's, as the config names it).
+    pub fn name(&self) -> &str {
         match self {
+            Transform::Component(component) => &component.name,
             Transform::AddFields(_) => "add_fields",
             Transform::DeleteFields(_) => "delete_fields",
             Transform::UpdateFields(_) => "update_fields",
@@ -68,6 +123,7 @@ impl Transform {
             Transform::DeleteFields(names) => serde_json::json!({ "fields": names }),
             Transform::FilterFields(filter) => serde_json::to_value(filter).unwrap_or_default(),
             Transform::UnwrapEnvelope(field) => serde_json::json!({ "field": field }),
+            Transform::Component(component) => serde_json::to_value(component).unwrap_or_default(),
         };
         let mut shown = serde_json::json!({ "enabled": true });
         if let (Some(shown), serde_json::Value::Object(settings)) = (shown.as_object_mut(), settings) {
@@ -324,7 +380,21 @@ fn transform(name: &str, mut table: toml::Table) -> Result<Option<Transform>, St
                 _ => return Err(format!("{at}.field: must name the field whose value is the record")),
             }
         }
-        other => return Err(format!("transforms.{other}: unknown transform (ferry has {KNOWN})")),
+        _ if table.contains_key("component") => {
+            let mut component = ComponentTransform::deserialize(toml::Value::Table(table))
+                .map_err(|e| format!("{at}: {}", e.message()))?;
+            if component.component.as_os_str().is_empty() {
+                return Err(format!("{at}.component: must name the transform's component file"));
+            }
+            component.name = name.to_string();
+            Transform::Component(component)
+        }
+        other => {
+            return Err(format!(
+                "transforms.{other}: unknown transform (ferry has {KNOWN}; a transform of your own names its \
+                 `component` file)"
+            ));
+        }
     };
     Ok(Some(transform))
 }
@@ -396,6 +466,7 @@ patterns = [{ key_pattern.regex = "^tmp_" }, { value_pattern = "is_null" }, { va
                 Transform::UpdateFields(_) => "update_fields",
                 Transform::FilterFields(_) => "filter_fields",
                 Transform::DeleteFields(_) => "delete_fields",
+                Transform::Component(_) => "a component",
             })
             .collect();
         assert_eq!(names, ["unwrap_envelope", "add_fields", "update_fields", "filter_fields"]);
@@ -449,6 +520,13 @@ patterns = [{ key_pattern.regex = "^x" }, { value_pattern = "is_null" }, { value
         for (text, words) in [
             ("[transforms.add_fields]\nfields = []", "transforms.add_fields.enabled: missing"),
             ("[transforms.rename_fields]\nenabled = true", "transforms.rename_fields: unknown transform"),
+            ("[transforms.rename_fields]\nenabled = true", "names its `component` file"),
+            ("[transforms.mine]\nenabled = true\ncomponent = \"\"", "transforms.mine.component: must name"),
+            (
+                "[transforms.mine]\nenabled = true\ncomponent = \"m.wasm\"\nconfig = {}",
+                "transforms.mine: unknown field `config`",
+            ),
+            ("[transforms.add_fields]\nenabled = true\ncomponent = \"m.wasm\"", "unknown key `component`"),
             ("[transforms.proto_convert]\nenabled = true", "converting between formats is not supported"),
             ("[transforms.unwrap_envelope]\nenabled = true\nfield = \"\"", "transforms.unwrap_envelope.field: must"),
             ("[transforms.delete_fields]\nenabled = true\nfield = [\"a\"]", "unknown key `field`"),
@@ -473,5 +551,38 @@ patterns = [{ key_pattern.regex = "^x" }, { value_pattern = "is_null" }, { value
             let error = read(text).unwrap_err();
             assert!(error.contains(words), "{text}: {error}");
         }
+    }
+
+    #[test]
+    fn a_transform_of_ones_own_is_a_component_run_in_its_place_in_the_chain() {
+        let transforms = read(
+            r#"
+[transforms.add_fields]
+enabled = true
+fields = [{ key = "source", value.static = "orders" }]
+
+[transforms.redact]
+enabled = true
+component = "transforms/redact.wasm"
+plugin_config = { fields = ["email"] }
+
+[transforms.off]
+enabled = false
+component = "off.wasm"
+"#,
+        )
+        .unwrap();
+        assert_eq!(transforms.0.len(), 2, "the disabled component is left out");
+        let Transform::Component(redact) = &transforms.0[1] else { panic!("{:?}", transforms.0[1]) };
+        assert_eq!((redact.name.as_str(), redact.component.to_str()), ("redact", Some("transforms/redact.wasm")));
+        assert_eq!(redact.plugin_config_json(), r#"{"fields":["email"]}"#);
+        assert_eq!(transforms.0[1].name(), "redact");
+        assert_eq!(
+            transforms.0[1].settings(),
+            serde_json::json!({ "enabled": true, "component": "transforms/redact.wasm", "plugin_config": { "fields": ["email"] } })
+        );
+        let mut transforms = transforms;
+        assert_eq!(transforms.paths_mut().count(), 1);
+        assert_eq!(transforms.components().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["redact"]);
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! The WIT package in `wit/` is compiled into the host. Before a component is run, its
 //! own world is decoded from the binary and compared, function by function and type
-//! by type, with the interface of its role (`source` or `sink`). wasmtime would refuse a mismatch
+//! by type, with the interface of its kind (`source`, `sink` or `transform`). wasmtime would refuse a mismatch
 //! too, but only with a terse link error; this check names the export that is missing
 //! or mistyped and says how, which is what an author or operator needs to fix it.
 
@@ -25,31 +25,17 @@ pub enum Role {
 impl Role {
     /// The interface the component exports, with the version this host speaks.
     pub fn interface(self) -> &'static str {
-        match self {
-            Role::Source => concat!("iggy:connector/source@", contract_version!()),
-            Role::Sink => concat!("iggy:connector/sink@", contract_version!()),
-        }
+        Kind::from(self).interface()
     }
 
     /// The world the component implements.
     pub fn world(self) -> &'static str {
-        match self {
-            Role::Source => concat!("iggy:connector/source-connector@", contract_version!()),
-            Role::Sink => concat!("iggy:connector/sink-connector@", contract_version!()),
-        }
+        Kind::from(self).world()
     }
 
     /// What a connector of this role is called.
     pub fn noun(self) -> &'static str {
-        match self {
-            Role::Source => "source",
-            Role::Sink => "sink",
-        }
-    }
-
-    /// The interface's name inside the package.
-    fn interface_name(self) -> &'static str {
-        self.noun()
+        Kind::from(self).noun()
     }
 }
 
@@ -59,7 +45,78 @@ impl std::fmt::Display for Role {
     }
 }
 
-/// Why a component does not implement the world of its role.
+/// The kinds of component this host runs: a connector of either role, or a
+/// transform that a connector chains (`wit/transform.wit`). Each is a world of the
+/// contract, whose component exports one interface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Source,
+    Sink,
+    Transform,
+}
+
+impl Kind {
+    /// Every kind, in the order a component's exports are looked at.
+    pub const ALL: [Kind; 3] = [Kind::Source, Kind::Sink, Kind::Transform];
+
+    /// The interface the component exports, with the version this host speaks.
+    pub fn interface(self) -> &'static str {
+        match self {
+            Kind::Source => concat!("iggy:connector/source@", contract_version!()),
+            Kind::Sink => concat!("iggy:connector/sink@", contract_version!()),
+            Kind::Transform => concat!("iggy:connector/transform@", contract_version!()),
+        }
+    }
+
+    /// The world the component implements.
+    pub fn world(self) -> &'static str {
+        match self {
+            Kind::Source => concat!("iggy:connector/source-connector@", contract_version!()),
+            Kind::Sink => concat!("iggy:connector/sink-connector@", contract_version!()),
+            Kind::Transform => concat!("iggy:connector/transform-component@", contract_version!()),
+        }
+    }
+
+    /// What a component of this kind is called.
+    pub fn noun(self) -> &'static str {
+        match self {
+            Kind::Source => "source",
+            Kind::Sink => "sink",
+            Kind::Transform => "transform",
+        }
+    }
+
+    /// The connector role of this kind; `None` for a transform.
+    pub fn role(self) -> Option<Role> {
+        match self {
+            Kind::Source => Some(Role::Source),
+            Kind::Sink => Some(Role::Sink),
+            Kind::Transform => None,
+        }
+    }
+
+    /// The interface's name inside the package.
+    fn interface_name(self) -> &'static str {
+        self.noun()
+    }
+}
+
+impl From<Role> for Kind {
+    fn from(role: Role) -> Kind {
+        match role {
+            Role::Source => Kind::Source,
+            Role::Sink => Kind::Sink,
+        }
+    }
+}
+
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.noun())
+    }
+}
+
+/// Why a component does not implement the world of its kind.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ContractError {
     #[error("not a WebAssembly file (it starts with {prefix}; a .wasm file starts with `\\0asm`)")]
@@ -74,20 +131,20 @@ pub enum ContractError {
     #[error("cannot decode the component's world: {0}")]
     Undecodable(String),
     #[error(
-        "it does not export the interface `{}`, so it is not a Ferry {role} (it exports: {})",
-        role.interface(), list_or_nothing(.exports)
+        "it does not export the interface `{}`, so it is not a Ferry {kind} (it exports: {})",
+        kind.interface(), list_or_nothing(.exports)
     )]
-    MissingInterface { role: Role, exports: Vec<String> },
+    MissingInterface { kind: Kind, exports: Vec<String> },
     #[error(
         "it was built against the contract iggy:connector {} (it exports `{found}`), and this host speaks \
          {VERSION}: {}",
         version_of(.found), rebuild_hint(.found)
     )]
-    WrongVersion { role: Role, found: String },
-    #[error("its `{}` export has no function `{function}`", role.interface())]
-    MissingFunction { role: Role, function: String },
-    #[error("its function `{function}` of `{}` has the wrong type: {detail}", role.interface())]
-    Mistyped { role: Role, function: String, detail: String },
+    WrongVersion { kind: Kind, found: String },
+    #[error("its `{}` export has no function `{function}`", kind.interface())]
+    MissingFunction { kind: Kind, function: String },
+    #[error("its function `{function}` of `{}` has the wrong type: {detail}", kind.interface())]
+    Mistyped { kind: Kind, function: String, detail: String },
 }
 
 /// The version of an interface name (`iggy:connector/source@0.1.0` is `0.1.0`).
@@ -132,8 +189,8 @@ fn list_or_nothing(items: &[String]) -> String {
 /// The contract, parsed.
 pub struct Contract {
     resolve: Resolve,
-    source: InterfaceId,
-    sink: InterfaceId,
+    /// The interface of each kind, in the order of [`Kind::ALL`].
+    interfaces: [InterfaceId; 3],
 }
 
 impl Contract {
@@ -147,16 +204,12 @@ impl Contract {
         let mut resolve = Resolve::default();
         let group = sources.parse().expect("the contract's WIT parses");
         let package = resolve.push_group(group).expect("the contract's WIT resolves");
-        let interface = |role: Role| resolve.packages[package].interfaces[role.interface_name()];
-        let (source, sink) = (interface(Role::Source), interface(Role::Sink));
-        Contract { resolve, source, sink }
+        let interfaces = Kind::ALL.map(|kind| resolve.packages[package].interfaces[kind.interface_name()]);
+        Contract { resolve, interfaces }
     }
 
-    fn interface(&self, role: Role) -> InterfaceId {
-        match role {
-            Role::Source => self.source,
-            Role::Sink => self.sink,
-        }
+    fn interface(&self, kind: Kind) -> InterfaceId {
+        self.interfaces[kind as usize]
     }
 }
 
@@ -229,35 +282,37 @@ impl ComponentWorld {
     }
 }
 
-/// The role a component claims, by the interface it exports (of any version); `None`
-/// when it exports neither.
-pub fn role_of(world: &ComponentWorld) -> Option<Role> {
-    [Role::Source, Role::Sink].into_iter().find(|role| {
-        let unversioned = role.interface().split('@').next().unwrap_or_default();
+/// The kind a component claims, by the interface it exports (of any version); `None`
+/// when it exports none of them.
+pub fn kind_of(world: &ComponentWorld) -> Option<Kind> {
+    Kind::ALL.into_iter().find(|kind| {
+        let unversioned = kind.interface().split('@').next().unwrap_or_default();
         world.exported_interface(unversioned).is_some()
     })
 }
 
-/// Check that `world` exports the interface of `role` with every function typed as
+/// Check that `world` exports the interface of `kind` (a connector's role, or a
+/// transform) with every function typed as
 /// the contract says.
-pub fn check(world: &ComponentWorld, contract: &Contract, role: Role) -> Result<(), ContractError> {
-    let wanted = role.interface();
+pub fn check(world: &ComponentWorld, contract: &Contract, kind: impl Into<Kind>) -> Result<(), ContractError> {
+    let kind = kind.into();
+    let wanted = kind.interface();
     let unversioned = wanted.split('@').next().unwrap_or(wanted);
     let Some((found, actual)) = world.exported_interface(unversioned) else {
-        return Err(ContractError::MissingInterface { role, exports: world.exports() });
+        return Err(ContractError::MissingInterface { kind, exports: world.exports() });
     };
     if !compatible(version_of(&found), VERSION) {
-        return Err(ContractError::WrongVersion { role, found });
+        return Err(ContractError::WrongVersion { kind, found });
     }
     let compare = Compare { expected: &contract.resolve, actual: &world.resolve };
-    let expected = &contract.resolve.interfaces[contract.interface(role)];
+    let expected = &contract.resolve.interfaces[contract.interface(kind)];
     let actual = &world.resolve.interfaces[actual];
     for (name, function) in &expected.functions {
         let Some(found) = actual.functions.get(name) else {
-            return Err(ContractError::MissingFunction { role, function: name.clone() });
+            return Err(ContractError::MissingFunction { kind, function: name.clone() });
         };
         compare.function(function, found).map_err(|detail| ContractError::Mistyped {
-            role,
+            kind,
             function: name.clone(),
             detail,
         })?;
@@ -465,30 +520,32 @@ mod tests {
         assert!(compatible("0.2.0", "0.2.0") && compatible("0.2.3", "0.2.0"));
         assert!(!compatible("0.1.0", "0.2.0") && !compatible("0.3.0", "0.2.0") && !compatible("1.0.0", "0.2.0"));
         assert!(compatible("1.4.0", "1.0.0") && !compatible("2.0.0", "1.0.0"));
-        let old = ContractError::WrongVersion { role: Role::Source, found: "iggy:connector/source@0.1.0".into() };
+        let old = ContractError::WrongVersion { kind: Kind::Source, found: "iggy:connector/source@0.1.0".into() };
         assert_eq!(
             old.to_string(),
             "it was built against the contract iggy:connector 0.1.0 (it exports `iggy:connector/source@0.1.0`), and \
              this host speaks 0.2.0: rebuild it against this host's contract (`ferry build`, or the guest SDK of this \
              ferry's checkout)"
         );
-        let new = ContractError::WrongVersion { role: Role::Sink, found: "iggy:connector/sink@0.10.0".into() };
+        let new = ContractError::WrongVersion { kind: Kind::Sink, found: "iggy:connector/sink@0.10.0".into() };
         assert!(new.to_string().contains("0.10.0") && new.to_string().contains("run it with a ferry that speaks"));
     }
 
     #[test]
-    fn the_contract_parses_and_has_the_functions_of_each_role() {
+    fn the_contract_parses_and_has_the_functions_of_each_kind() {
         let contract = Contract::load();
-        let source = &contract.resolve.interfaces[contract.source];
-        let mut names: Vec<_> = source.functions.keys().cloned().collect();
-        names.sort();
-        assert_eq!(names, ["close", "on-batch-result", "open", "poll"]);
-        assert_eq!(contract.resolve.id_of(contract.source).as_deref(), Some(Role::Source.interface()));
-        let sink = &contract.resolve.interfaces[contract.sink];
-        let mut names: Vec<_> = sink.functions.keys().cloned().collect();
-        names.sort();
-        assert_eq!(names, ["close", "open", "write"]);
-        assert_eq!(contract.resolve.id_of(contract.sink).as_deref(), Some(Role::Sink.interface()));
+        let wanted: [(Kind, &[&str]); 3] = [
+            (Kind::Source, &["close", "on-batch-result", "open", "poll"]),
+            (Kind::Sink, &["close", "open", "write"]),
+            (Kind::Transform, &["open", "transform"]),
+        ];
+        for (kind, functions) in wanted {
+            let interface = contract.interface(kind);
+            let mut names: Vec<_> = contract.resolve.interfaces[interface].functions.keys().cloned().collect();
+            names.sort();
+            assert_eq!(names, functions, "{kind}");
+            assert_eq!(contract.resolve.id_of(interface).as_deref(), Some(kind.interface()));
+        }
     }
 
     #[test]

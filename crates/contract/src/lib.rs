@@ -35,7 +35,7 @@ pub mod secrets;
 pub mod settings;
 pub mod wit;
 
-pub use check::{ComponentWorld, Contract, ContractError, Role, check, role_of, show};
+pub use check::{ComponentWorld, Contract, ContractError, Kind, Role, check, kind_of, show};
 pub use durability::Durability;
 pub use message::{Message, header_size};
 pub use wit::types::{Batch, BatchResult, Header, HeaderValue, Int128, Nack, NackReason, Uint128};

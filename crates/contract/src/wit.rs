@@ -37,8 +37,20 @@ mod sink_world {
     });
 }
 
+mod transform_world {
+    wasmtime::component::bindgen!({
+        path: "../../wit",
+        world: "transform-component",
+        exports: { default: async },
+        additional_derives: [PartialEq],
+        with: { "iggy:connector": super::source_world::iggy::connector },
+    });
+}
+
 pub use sink_world::exports::iggy::connector::sink as sink_export;
 pub use sink_world::{SinkConnector, SinkConnectorPre};
 pub use source_world::exports::iggy::connector::source as source_export;
 pub use source_world::iggy::connector::{logging, postgres, types};
 pub use source_world::{SourceConnector, SourceConnectorPre};
+pub use transform_world::exports::iggy::connector::transform as transform_export;
+pub use transform_world::{TransformComponent, TransformComponentPre};

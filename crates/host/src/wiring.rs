@@ -12,6 +12,7 @@ use tracing::Instrument;
 use super::fingerprint::{Digest, Fingerprint, fingerprint};
 use super::{Host, SetupError};
 use ferry_capabilities::Shared;
+use ferry_capabilities::logging::{GuestLog, LogBudget};
 use ferry_config::{Allocator, ByteSize, Config, ConfigError, ConnectorConfig, IggyConfig, SinkConfig, SourceConfig};
 use ferry_contract::Durability;
 use ferry_contract::Role;
@@ -20,14 +21,15 @@ use ferry_engine::delivery::Target;
 use ferry_engine::sink::{DeadLetters, Input, SinkConnector, SinkSettings};
 use ferry_engine::source::{SourceConnector, SourceSettings};
 use ferry_engine::status;
-use ferry_engine::transform::{Pipeline, TransformedInput, TransformedTarget};
+use ferry_engine::transform::{Chain, ComponentLink};
 use ferry_iggy::{IggyInput, IggyTarget, Reading};
 use ferry_runtime::{
-    CheckedComponent, Compiler, ConnectorComponent, EngineOptions, LoadError, PendingComponent, PoolSize, Runtime,
-    Sandbox, SinkWorld, SourceWorld, World,
+    CheckedComponent, Compiler, ConnectorComponent, EngineOptions, InstanceMeters, LoadError, PendingComponent,
+    PoolSize, Runtime, Sandbox, SinkWorld, SourceWorld, TransformWorld, World,
 };
 use ferry_store::local_log::{LocalLog, LocalLogInput, LoggedCursor};
 use ferry_store::state::{ConnectorState, StateDir};
+use sha2::{Digest as _, Sha256};
 
 impl Host {
     /// The host `config` describes, every part of it checked, its components
@@ -139,16 +141,30 @@ struct Parts<W: World> {
     plugin_config: String,
     /// What its instances share of its grants (the pools of its PostgreSQL servers).
     shared: Shared,
+    /// Its transforms, each component among them compiling.
+    transforms: Option<Arc<Chain>>,
+    /// Its transform components, to wait for with its own.
+    transform_components: Vec<PendingComponent<TransformWorld>>,
 }
 
 impl Checked<'_> {
     /// Wait until its component is compiled, or say why it cannot be.
     pub async fn compiled(&self) -> Result<(), SetupError> {
         let failed = |problem: Arc<LoadError>| SetupError::Compile { key: self.key.to_string(), problem };
-        match &self.role {
-            CheckedRole::Source(_, parts) => parts.component.get().await.map(drop).map_err(failed),
-            CheckedRole::Sink(_, parts) => parts.component.get().await.map(drop).map_err(failed),
+        let transforms = match &self.role {
+            CheckedRole::Source(_, parts) => {
+                parts.component.get().await.map_err(failed)?;
+                &parts.transform_components
+            }
+            CheckedRole::Sink(_, parts) => {
+                parts.component.get().await.map_err(failed)?;
+                &parts.transform_components
+            }
+        };
+        for transform in transforms {
+            transform.get().await.map_err(failed)?;
         }
+        Ok(())
     }
 }
 
@@ -178,6 +194,7 @@ pub(super) struct Wiring {
     /// content changed is compiled again.
     sources: HashMap<PathBuf, Known<SourceWorld>>,
     sinks: HashMap<PathBuf, Known<SinkWorld>>,
+    transforms: HashMap<PathBuf, Known<TransformWorld>>,
     /// Which reading of the config this is (see [`Wiring::begin_pass`]).
     pass: u64,
     /// The keys with a state at the top of the state directory, as read in a pass.
@@ -222,6 +239,7 @@ impl Wiring {
             state_dirs: HashMap::new(),
             sources: HashMap::new(),
             sinks: HashMap::new(),
+            transforms: HashMap::new(),
             pass: 0,
             top_keys: None,
         })
@@ -264,7 +282,7 @@ impl Wiring {
         config: &Config,
         connector: &dyn ConnectorConfig,
     ) -> Result<(Digest, Parts<W>), SetupError> {
-        let (digest, component) = self.component(config, connector)?;
+        let (digest, component) = self.component(config, connector, connector.path())?;
         let key = connector.key();
         let refuse = |problem: String| ConfigError {
             file: config.file.clone(),
@@ -272,17 +290,61 @@ impl Wiring {
         };
         let plugin_config = connector.plugin_config_json().map_err(refuse)?;
         let shared = connector.grants().prepare(&config.sections).map_err(refuse)?;
-        Ok((digest, Parts { component, plugin_config, shared }))
+        let (digest, transforms, transform_components) = self.transforms(config, connector, digest)?;
+        Ok((digest, Parts { component, plugin_config, shared, transforms, transform_components }))
     }
 
-    /// The component of `connector`, checked now and compiled in the background (once
-    /// per file and content).
+    /// The chain of `connector`'s transforms, its components checked now and
+    /// compiled in the background; and the digest of its component with theirs, so
+    /// that a changed transform component restarts it at a reload.
+    #[allow(clippy::type_complexity)]
+    fn transforms(
+        &mut self,
+        config: &Config,
+        connector: &dyn ConnectorConfig,
+        digest: Digest,
+    ) -> Result<(Digest, Option<Arc<Chain>>, Vec<PendingComponent<TransformWorld>>), SetupError> {
+        let mut components = HashMap::new();
+        let mut digests = vec![digest];
+        for transform in connector.transforms().components() {
+            let (digest, component) = self.component::<TransformWorld>(config, connector, &transform.component)?;
+            digests.push(digest);
+            components.insert(transform.name.clone(), component);
+        }
+        let limits = connector.limits().clone();
+        let span = status::connector_span(connector.key(), connector.tenant());
+        let chain = Chain::new(connector.transforms(), |transform| {
+            let dropped = Arc::new(std::sync::atomic::AtomicU64::new(0));
+            let budget = LogBudget::new(limits.log_lines_per_second, limits.log_burst, dropped);
+            ComponentLink {
+                name: transform.name.clone(),
+                runtime: self.runtime.clone(),
+                component: components[&transform.name].clone(),
+                // Its connector's limits, and no grants.
+                sandbox: Sandbox { limits: limits.clone(), ..Sandbox::default() },
+                plugin_config: transform.plugin_config_json(),
+                log: GuestLog::new(span.clone(), budget),
+                meters: InstanceMeters::default(),
+                instance: tokio::sync::Mutex::new(None),
+            }
+        });
+        // A connector without transform components keeps the digest of its own.
+        let digest = match digests.as_slice() {
+            [own] => *own,
+            all => all.iter().fold(Sha256::new(), |hasher, digest| hasher.chain_update(digest)).finalize().into(),
+        };
+        Ok((digest, chain.map(Arc::new), components.into_values().collect()))
+    }
+
+    /// The component at `path` (`connector`'s own, or one of its transforms'),
+    /// checked now and compiled in the background (once per file and content).
     fn component<W: Compiled>(
         &mut self,
         config: &Config,
         connector: &dyn ConnectorConfig,
+        path: &std::path::Path,
     ) -> Result<(Digest, PendingComponent<W>), SetupError> {
-        let path = connector.path().to_path_buf();
+        let path = path.to_path_buf();
         let pass = self.pass;
         if let Some(known) = W::compiled(self).get(&path)
             && known.checked_in == pass
@@ -344,6 +406,7 @@ impl Wiring {
                     settings,
                     sandbox,
                     target,
+                    transforms,
                     cursor,
                 } = source;
                 drop(cursor);
@@ -360,6 +423,7 @@ impl Wiring {
                         settings,
                         sandbox,
                         target,
+                        transforms,
                         cursor,
                     };
                     Wired::Source(source, name)
@@ -367,15 +431,33 @@ impl Wiring {
                 (reset, rewired)
             }
             Wired::Sink(sink, name) => {
-                let SinkConnector { key, tenant, component, plugin_config, settings, sandbox, input, dead_letters } =
-                    sink;
+                let SinkConnector {
+                    key,
+                    tenant,
+                    component,
+                    plugin_config,
+                    settings,
+                    sandbox,
+                    input,
+                    transforms,
+                    dead_letters,
+                } = sink;
                 drop(input);
                 let reset = states.reset(&key).map_err(|e| e.to_string());
                 let sink_config = config.sink(&key).expect("a sink the host runs is in its config");
                 let rewired = self.state_of(config, connector).map(|state| {
                     let input = self.input_of(config, sink_config, state);
-                    let sink =
-                        SinkConnector { key, tenant, component, plugin_config, settings, sandbox, input, dead_letters };
+                    let sink = SinkConnector {
+                        key,
+                        tenant,
+                        component,
+                        plugin_config,
+                        settings,
+                        sandbox,
+                        input,
+                        transforms,
+                        dead_letters,
+                    };
                     Wired::Sink(sink, name)
                 });
                 (reset, rewired)
@@ -384,7 +466,7 @@ impl Wiring {
     }
 
     fn source(&self, source: &SourceConfig, parts: Parts<SourceWorld>, cursor: ConnectorState) -> SourceConnector {
-        let Parts { component, plugin_config, shared } = parts;
+        let Parts { component, plugin_config, shared, transforms, .. } = parts;
         SourceConnector {
             key: source.key.as_str().into(),
             tenant: source.tenant.as_deref().map(Into::into),
@@ -393,7 +475,8 @@ impl Wiring {
             streams: source.streams.clone().into(),
             settings: SourceSettings::from_config(source),
             sandbox: Sandbox { limits: source.limits.clone(), grants: source.grants.clone(), shared },
-            target: self.source_target(source),
+            target: self.target_of(source),
+            transforms,
             cursor: self.cursor_of(source, cursor),
         }
     }
@@ -422,7 +505,7 @@ impl Wiring {
         parts: Parts<SinkWorld>,
         state: ConnectorState,
     ) -> SinkConnector {
-        let Parts { component, plugin_config, shared } = parts;
+        let Parts { component, plugin_config, shared, transforms, .. } = parts;
         SinkConnector {
             key: sink.key.as_str().into(),
             tenant: sink.tenant.as_deref().map(Into::into),
@@ -431,6 +514,7 @@ impl Wiring {
             settings: SinkSettings::from_config(sink),
             sandbox: Sandbox { limits: sink.limits.clone(), grants: sink.grants.clone(), shared },
             input: self.input_of(config, sink, state),
+            transforms,
             dead_letters: sink
                 .dead_letters
                 .as_ref()
@@ -502,15 +586,6 @@ impl Wiring {
         }
     }
 
-    /// Where `source`'s batches go: its target, through its transforms when it has any.
-    fn source_target(&self, source: &SourceConfig) -> Arc<dyn Target> {
-        let target = self.target_of(source);
-        match Pipeline::new(&source.transforms) {
-            Some(pipeline) => Arc::new(TransformedTarget::new(Arc::new(pipeline), target)),
-            None => target,
-        }
-    }
-
     /// Whether `sink` reads from Iggy, whose server keeps its offsets (not ferry's
     /// state store).
     pub fn reads_from_iggy(&self, sink: &dyn ConnectorConfig) -> bool {
@@ -521,7 +596,7 @@ impl Wiring {
     /// the local log with its positions in `state`.
     fn input_of(&self, config: &Config, sink: &SinkConfig, state: ConnectorState) -> Arc<dyn Input> {
         let topics = sink.topics().map(|(stream, topic)| (stream.to_string(), topic.to_string())).collect();
-        let input: Arc<dyn Input> = match self.iggy_of(sink) {
+        match self.iggy_of(sink) {
             Some(iggy) => {
                 let reading = match &sink.consumer_group {
                     Some(group) => Reading::InGroup(group.clone()),
@@ -533,11 +608,6 @@ impl Wiring {
                 LocalLogInput::new(&sink.key, &config.local_log.path, topics, Arc::new(state))
                     .in_config_file(&config.file),
             ),
-        };
-        // Its transforms, between what is read and the guest.
-        match Pipeline::new(&sink.transforms) {
-            Some(pipeline) => Arc::new(TransformedInput::new(Arc::new(pipeline), input)),
-            None => input,
         }
     }
 }
@@ -556,6 +626,12 @@ impl Compiled for SourceWorld {
 impl Compiled for SinkWorld {
     fn compiled(wiring: &mut Wiring) -> &mut HashMap<PathBuf, Known<Self>> {
         &mut wiring.sinks
+    }
+}
+
+impl Compiled for TransformWorld {
+    fn compiled(wiring: &mut Wiring) -> &mut HashMap<PathBuf, Known<Self>> {
+        &mut wiring.transforms
     }
 }
 

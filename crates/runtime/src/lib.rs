@@ -15,6 +15,7 @@ pub mod limits;
 mod pending;
 mod sink_instance;
 mod source_instance;
+mod transform_instance;
 mod world;
 
 use std::marker::PhantomData;
@@ -40,7 +41,8 @@ use limits::{CallClock, MemoryLimiter};
 pub use pending::PendingComponent;
 pub use sink_instance::SinkInstance;
 pub use source_instance::SourceInstance;
-pub use world::{SinkWorld, SourceWorld, World};
+pub use transform_instance::TransformInstance;
+pub use world::{SinkWorld, SourceWorld, TransformWorld, World};
 
 /// What one connector's instances may use and reach.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -87,7 +89,7 @@ impl<W> CheckedComponent<W> {
     }
 }
 
-/// A connector component of world `W`, compiled, checked and linked, ready to be
+/// A component of world `W` (a connector, or a transform), compiled, checked and linked, ready to be
 /// instantiated any number of times (every restart makes a fresh instance from it).
 pub struct ConnectorComponent<W: World> {
     path: PathBuf,
@@ -108,6 +110,7 @@ impl<W: World> ConnectorComponent<W> {
 
 pub type SourceComponent = ConnectorComponent<SourceWorld>;
 pub type SinkComponent = ConnectorComponent<SinkWorld>;
+pub type TransformComponent = ConnectorComponent<TransformWorld>;
 
 /// The largest component [`Runtime::load`] reads (trusted callers; `ferry run`
 /// takes `[runtime] max_component_bytes`).
@@ -201,7 +204,7 @@ impl Runtime {
             .map_err(LoadError::Read)?;
         let contract_error = |problem| LoadError::Contract { path: path.to_path_buf(), problem };
         let world = inspect(&bytes).map_err(contract_error)?;
-        contract::check(&world, &self.contract, W::ROLE).map_err(contract_error)?;
+        contract::check(&world, &self.contract, W::KIND).map_err(contract_error)?;
         Ok(CheckedComponent { path: path.to_path_buf(), bytes, imports: world.imports(), world: PhantomData })
     }
 

@@ -2,7 +2,8 @@
 //! life. A sibling of `crate::source`: the same runtime, sandbox, supervisor, status
 //! and state store, the other direction.
 //!
-//! * [`sink_loop`]: one instance, batch after batch: read, write, store the offset;
+//! * [`sink_loop`]: one instance, batch after batch: read, transform, write, store
+//!   the offset;
 //!   retry, dead-letter, bisect, back off.
 //! * [`round`]: one instance's life, from the committed positions to the end of its
 //!   loop; the shared supervisor (`crate::supervisor`) runs round after round.
@@ -37,6 +38,8 @@ pub struct SinkConnector {
     pub sandbox: Sandbox,
     /// What it reads.
     pub input: Arc<dyn Input>,
+    /// Its transforms, between the input and the guest; none without any.
+    pub transforms: Option<Arc<crate::transform::Chain>>,
     /// Where what it can never write goes; without it, such messages are retried.
     pub dead_letters: Option<DeadLetters>,
 }

@@ -1,12 +1,14 @@
 //! The sink loop: one guest instance, batch after batch.
 //!
 //! ```text
-//!   read ──none──▶ wait poll_interval ──────────────────────────────────────┐
-//!    │                                                                       │
-//!  batch ─▶ write ─ack──────────────────────────────▶ store the offset ─────┤
-//!             │ reject(poison) ─▶ dead letters ──ok──▶        ▲              │
-//!             │ unwritable ─▶ split in halves, write each ────┘              │
-//!             │ retry ─▶ back off, write the same messages again             │
+//!   read ──none──▶ wait poll_interval ─────────────────────────────────────────────────┐
+//!    │                                                                                  │
+//!  batch ─▶ transform ─▶ write ─ack──────────────────────────────▶ store the offset ────┤
+//!             │  │ all dropped ──────────────────────────────────────────▲              │
+//!             │  │        │ reject(poison) ─▶ dead letters ──ok──────────┤              │
+//!             │  │        │ unwritable ─▶ split in halves, write each ───┘              │
+//!             │  │        │ retry ─▶ back off, write the same messages again            │
+//!             │ fail ─▶ back off, transform the same batch again                        │
 //! ```
 //!
 //! The rules it keeps: the offset past a batch is stored only after the guest
@@ -15,7 +17,9 @@
 //! crash or a restart hands the same messages again. There is one batch in the
 //! guest's hands at a time. A rejection with nowhere to put the rejected messages
 //! (no `dead_letters` configured) is a retry: nothing is ever silently dropped.
-//! Shutdown is looked at between calls, so a call in flight always returns.
+//! Shutdown is looked at between calls, so a call in flight always returns. A record
+//! the connector's transforms drop is not written, and the offset moves past it
+//! with the rest of its batch.
 //!
 //! A stored message the reader cannot hand over as it is (see `Unreadable`) never
 //! reaches the guest: it goes to the dead letters, with its reason, and the offset
@@ -91,22 +95,31 @@ impl SinkLoop<'_> {
                 }
             };
 
-            // 2. Write it, and dead-letter what can never be written.
-            let dead = match self.write(&batch, &mut backoff, &mut streak).await {
-                Ok(dead) => dead,
+            // 2. Transform it: what the guest gets, possibly nothing.
+            let (transformed, dropped) = match self.transform(&batch, &mut backoff, &mut streak).await {
+                Ok(transformed) => transformed,
                 Err(exit) => return exit,
             };
-            if let Err(exit) = self.deliver_dead_letters(&batch, &dead, &mut backoff, &mut streak).await {
-                return exit;
+
+            // 3. Write it, and dead-letter what can never be written.
+            let mut dead = Vec::new();
+            if !transformed.messages.is_empty() {
+                dead = match self.write(&transformed, &mut backoff, &mut streak).await {
+                    Ok(dead) => dead,
+                    Err(exit) => return exit,
+                };
+                if let Err(exit) = self.deliver_dead_letters(&transformed, &dead, &mut backoff, &mut streak).await {
+                    return exit;
+                }
             }
 
-            // 3. Store the offset past it.
+            // 4. Store the offset past it: past what was read, dropped records too.
             let generation = match self.commit(&batch, &mut backoff, &mut streak).await {
                 Ok(generation) => generation,
                 Err(exit) => return exit,
             };
             // Bytes written by the guest: a dead letter's were delivered elsewhere.
-            let bytes = batch
+            let bytes = transformed
                 .messages
                 .iter()
                 .enumerate()
@@ -118,16 +131,34 @@ impl SinkLoop<'_> {
                 topic: &batch.topic,
                 partition: batch.partition,
                 end: end_of(&batch),
-                messages: batch.messages.len(),
+                messages: transformed.messages.len(),
                 dead: dead.len(),
                 generation,
             };
+            self.status.filtered(dropped);
             self.status.written(at, bytes);
             self.settled += 1;
             streak.reset();
             backoff.reset();
         }
         Exit::Shutdown
+    }
+
+    /// `batch` after the connector's transforms (the same batch without any), and how
+    /// many records they dropped; a failure is tried again after a backoff.
+    async fn transform<'b>(
+        &mut self,
+        batch: &'b SinkBatch,
+        backoff: &mut Backoff,
+        streak: &mut FailureStreak,
+    ) -> Result<(Cow<'b, SinkBatch>, usize), Exit> {
+        let Some(chain) = self.connector.transforms.clone() else { return Ok((Cow::Borrowed(batch), 0)) };
+        loop {
+            match self.status.timed(Stage::Transform, chain.batch(batch)).await {
+                Ok(transformed) => return Ok((Cow::Owned(transformed.records), transformed.dropped)),
+                Err(error) => self.retry_later(error.to_string(), backoff, streak).await?,
+            }
+        }
     }
 
     /// A message that cannot be handed to the guest: to the dead letters, and the

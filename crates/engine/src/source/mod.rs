@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use crate::cursor::CursorStore;
 use crate::delivery::Target;
+use crate::transform::Chain;
 use ferry_config::{BackoffConfig, SourceConfig, StreamConfig};
 use ferry_runtime::{PendingComponent, Sandbox, SourceWorld};
 
@@ -32,6 +33,8 @@ pub struct SourceConnector {
     /// Its limits and grants.
     pub sandbox: Sandbox,
     pub target: Arc<dyn Target>,
+    /// Its transforms, between the guest and the target; none without any.
+    pub transforms: Option<Arc<Chain>>,
     pub cursor: Arc<dyn CursorStore>,
 }
 

@@ -1,12 +1,12 @@
 //! The source loop: one guest instance, batch after batch.
 //!
 //! ```text
-//!   poll ──none──▶ wait poll_interval ─────────────────────────────┐
-//!    │                                                              │
-//!  batch ─▶ deliver ─ok─▶ commit staged cursor ─ok─▶ ACK ───────────┤
-//!               │                   │                               │
-//!             fail/timeout        fail                              │
-//!               └─────────▶ NACK ◀──┘ ─▶ back off ──────────────────┘
+//!   poll ──none──▶ wait poll_interval ──────────────────────────────────────────┐
+//!    │                                                                           │
+//!  batch ─▶ transform ─▶ deliver ─ok─▶ commit staged cursor ─ok─▶ ACK ───────────┤
+//!               │           │                   │                                │
+//!             fail      fail/timeout          fail                               │
+//!               └───────────┴─────────▶ NACK ◀──┘ ─▶ back off ───────────────────┘
 //! ```
 //!
 //! The rules it keeps: the cursor is committed only after the delivery succeeded;
@@ -16,6 +16,8 @@
 //! flight always settles. The delivery carries the staged cursor too, for a target
 //! that keeps it in the same transaction as the batch (the local log does, which makes
 //! it exactly-once); the commit to the cursor store is still what an ACK waits for.
+//! A record the connector's transforms drop is not delivered, and the cursor moves
+//! past it with the rest of its batch.
 
 use std::sync::Arc;
 
@@ -112,6 +114,13 @@ impl SourceLoop<'_> {
             None => IdSource::Random,
         };
         batch::assign_ids(&mut messages, ids);
+        let mut dropped = 0;
+        if let Some(chain) = &self.connector.transforms {
+            match self.status.timed(Stage::Transform, chain.messages(messages)).await {
+                Ok(transformed) => (messages, dropped) = (transformed.records, transformed.dropped),
+                Err(error) => return nack(NackReason::DeliveryFailed, error.to_string()),
+            }
+        }
         let (count, bytes) = (messages.len(), messages.iter().map(|m| m.payload.len()).sum());
         let delivery = Delivery {
             connector: self.connector.key.clone(),
@@ -149,6 +158,7 @@ impl SourceLoop<'_> {
                 }
             }
         };
+        self.status.filtered(dropped);
         self.status.acked(id, count, bytes, generation);
         BatchResult::Ack
     }

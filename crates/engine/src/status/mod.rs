@@ -125,6 +125,10 @@ pub struct ConnectorStatus {
     /// read from its input to hand its guest.
     #[serde(default)]
     pub messages_polled: u64,
+    /// Records of settled batches that a transform dropped: settled (the cursor or
+    /// offset moved past them) without being delivered or written.
+    #[serde(default)]
+    pub messages_filtered: u64,
     /// Whether the current instance has been idle yet (to log that once).
     #[serde(skip)]
     pub idled_this_instance: bool,

@@ -186,6 +186,18 @@ impl Reporter {
         });
     }
 
+    /// `dropped` records of the batch about to be settled were dropped by the
+    /// connector's transforms.
+    pub fn filtered(&self, dropped: usize) {
+        if dropped == 0 {
+            return;
+        }
+        if let Some(status) = self.board.lock().get_mut(&*self.key) {
+            status.messages_filtered += dropped as u64;
+        }
+        self.board.changed.notify_one();
+    }
+
     pub fn nacked(&self, batch: u64, reason: NackReason, detail: &str) {
         let detail = guest_text::clean(detail, MAX_MESSAGE);
         self.problem_line(|| {

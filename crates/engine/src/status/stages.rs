@@ -8,8 +8,9 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-/// A stage of a loop. A source polls, delivers, saves its cursor and acks; a sink
-/// polls its input, writes to its guest, delivers dead letters and saves its offset.
+/// A stage of a loop. A source polls, transforms, delivers, saves its cursor and
+/// acks; a sink polls its input, transforms, writes to its guest, delivers dead
+/// letters and saves its offset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stage {
     /// A source's `poll()`; a sink's read of its next batch from its input.
@@ -24,11 +25,13 @@ pub enum Stage {
     Write,
     /// A sink's delivery of the messages it could never write.
     DeadLetters,
+    /// A connector's transforms, on one batch.
+    Transform,
 }
 
 impl Stage {
-    pub const ALL: [Stage; 6] =
-        [Stage::Poll, Stage::Deliver, Stage::StateSave, Stage::Ack, Stage::Write, Stage::DeadLetters];
+    pub const ALL: [Stage; 7] =
+        [Stage::Poll, Stage::Deliver, Stage::StateSave, Stage::Ack, Stage::Write, Stage::DeadLetters, Stage::Transform];
 
     /// The name in the `stage` label (Iggy's names for the four it has).
     pub fn as_str(self) -> &'static str {
@@ -39,6 +42,7 @@ impl Stage {
             Stage::Ack => "ack",
             Stage::Write => "write",
             Stage::DeadLetters => "dead_letters",
+            Stage::Transform => "transform",
         }
     }
 

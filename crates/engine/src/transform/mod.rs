@@ -1,31 +1,35 @@
-//! Transforms: each record's JSON fields changed on the way, as Iggy's runtime
-//! changes them (`add_fields`, `delete_fields`, `update_fields`, `filter_fields`,
-//! `unwrap_envelope`; the config is `ferry_config::transforms`).
+//! Transforms: each record changed (or dropped) on its way, as a connector's
+//! config lists them: Iggy's field transforms (`add_fields`, `delete_fields`,
+//! `update_fields`, `filter_fields`, `unwrap_envelope`; the config is
+//! `ferry_config::transforms`) and transform components (`wit/transform.wit`).
 //!
-//! A [`Pipeline`] runs a connector's transforms, in the order written, on one
-//! record: a record that is a JSON object is parsed, changed and written again as
-//! compact JSON; any other record (not JSON, an array, a scalar) passes unchanged,
-//! as in Iggy. No transform drops a record, so a batch keeps its records, their ids
-//! and their offsets, and the loops need not know: a source's batches pass through a
-//! [`TransformedTarget`] on their way to delivery, a sink's through a
-//! [`TransformedInput`] on their way to the guest.
+//! A [`Chain`] runs a connector's transforms, in the order written, on one batch: a
+//! source's after the guest produced it and before it is delivered, so that what is
+//! delivered, and what the cursor commits to, is what was transformed; a sink's
+//! after it is read and before the guest gets it. Ids (and a sink's offsets) stay
+//! with their records; a record a component drops is settled like a delivered one
+//! and counted (`messages_filtered`).
 //!
+//! * [`Pipeline`] (here): consecutive field transforms on one record: a record that
+//!   is a JSON object is parsed, changed and written again as compact JSON; any
+//!   other record (not JSON, an array, a scalar) passes unchanged, as in Iggy;
 //! * `fields.rs`: setting and removing fields, and the values a field is computed as;
 //! * `filter.rs`: which fields `filter_fields` keeps;
-//! * `target.rs`, `input.rs`: where the pipeline sits for a source and for a sink.
+//! * `component.rs`: a transform component's instance and call;
+//! * `chain.rs`: the links in order, on a batch.
 
+mod chain;
+mod component;
 mod fields;
 mod filter;
-mod input;
-mod target;
 
-use ferry_config::transforms::{Transform, Transforms};
+use ferry_config::transforms::Transform;
 use serde_json::Value;
 
-pub use input::TransformedInput;
-pub use target::TransformedTarget;
+pub use chain::{Chain, Link, TransformError, Transformed};
+pub use component::ComponentLink;
 
-/// A connector's transforms, ready to run.
+/// Consecutive field transforms, ready to run.
 #[derive(Debug)]
 pub struct Pipeline {
     steps: Vec<Step>,
@@ -41,19 +45,22 @@ enum Step {
 }
 
 impl Pipeline {
-    /// The pipeline of `transforms`; none when there are none.
-    pub fn new(transforms: &Transforms) -> Option<Pipeline> {
+    /// The pipeline of the field transforms `transforms`; none when there are none.
+    ///
+    /// # Panics
+    /// On a component among them: a [`Chain`] hands those to a link of their own.
+    pub fn new(transforms: &[Transform]) -> Option<Pipeline> {
         if transforms.is_empty() {
             return None;
         }
         let steps = transforms
-            .0
             .iter()
             .map(|transform| match transform {
                 Transform::AddFields(fields) | Transform::UpdateFields(fields) => Step::Set(fields.clone()),
                 Transform::DeleteFields(names) => Step::Delete(names.clone()),
                 Transform::FilterFields(filter) => Step::Filter(filter.clone()),
                 Transform::UnwrapEnvelope(field) => Step::Unwrap(field.clone()),
+                Transform::Component(component) => panic!("component `{}` in a field pipeline", component.name),
             })
             .collect();
         Some(Pipeline { steps })

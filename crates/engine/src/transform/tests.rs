@@ -14,7 +14,7 @@ fn transforms(text: &str) -> Transforms {
 }
 
 fn pipeline(text: &str) -> Pipeline {
-    Pipeline::new(&transforms(text)).expect("some transforms")
+    Pipeline::new(&transforms(text).0).expect("some transforms")
 }
 
 fn apply(pipeline: &Pipeline, record: Value) -> Value {
@@ -24,9 +24,9 @@ fn apply(pipeline: &Pipeline, record: Value) -> Value {
 
 #[test]
 fn no_transforms_is_no_pipeline() {
-    assert!(Pipeline::new(&Transforms::default()).is_none());
+    assert!(Pipeline::new(&Transforms::default().0).is_none());
     let disabled = transforms("[transforms.add_fields]\nenabled = false\nfields = [{ key = \"a\", value.static = 1 }]");
-    assert!(Pipeline::new(&disabled).is_none());
+    assert!(Pipeline::new(&disabled.0).is_none());
 }
 
 #[test]

@@ -15,9 +15,11 @@ use anyhow::{Context, Result, bail};
 
 use ferry_config::{Config, RuntimeConfig};
 use ferry_contract::files;
-use ferry_contract::{ComponentWorld, Role};
+use ferry_contract::{ComponentWorld, Kind};
 use ferry_host::engine_options;
-use ferry_runtime::{Caching, EngineOptions, LoadError, Provenance, Runtime, SinkWorld, SourceWorld, World};
+use ferry_runtime::{
+    Caching, EngineOptions, LoadError, Provenance, Runtime, SinkWorld, SourceWorld, TransformWorld, World,
+};
 
 pub fn compile(components: &[PathBuf], config: Option<&Path>, cache: Option<&Path>) -> Result<ExitCode> {
     let config = config.map(Config::load).transpose()?;
@@ -68,7 +70,8 @@ pub fn compile(components: &[PathBuf], config: Option<&Path>, cache: Option<&Pat
     Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
-/// Check the component at `path` as what it claims to be (a source or a sink), and
+/// Check the component at `path` as what it claims to be (a source, a sink or a
+/// transform), and
 /// compile it into the cache.
 async fn compile_one(
     runtime: &Runtime,
@@ -79,12 +82,16 @@ async fn compile_one(
     let bytes = files::read_regular(path, max, "the component", "[runtime] max_component_bytes")?;
     let world = ComponentWorld::decode(&bytes).with_context(|| path.display().to_string())?;
     drop(bytes);
-    let Some(role) = ferry_contract::role_of(&world) else {
-        bail!("it is neither a source nor a sink (exports: {}); see `ferry inspect`", world.exports().join(", "));
+    let Some(kind) = ferry_contract::kind_of(&world) else {
+        bail!(
+            "it is neither a source, a sink nor a transform (exports: {}); see `ferry inspect`",
+            world.exports().join(", ")
+        );
     };
-    Ok(match role {
-        Role::Source => compiled::<SourceWorld>(runtime, path, max).await?,
-        Role::Sink => compiled::<SinkWorld>(runtime, path, max).await?,
+    Ok(match kind {
+        Kind::Source => compiled::<SourceWorld>(runtime, path, max).await?,
+        Kind::Sink => compiled::<SinkWorld>(runtime, path, max).await?,
+        Kind::Transform => compiled::<TransformWorld>(runtime, path, max).await?,
     })
 }
 

@@ -8,8 +8,8 @@ use anyhow::{Context, Result, bail};
 use ferry_capabilities::Verdict;
 use ferry_config::{Config, ConnectorConfig, RuntimeConfig};
 use ferry_contract::files;
-use ferry_contract::{ComponentWorld, Contract, Role};
-use ferry_runtime::{LoadError, Runtime, SinkWorld, SourceWorld, World};
+use ferry_contract::{ComponentWorld, Contract, Kind};
+use ferry_runtime::{LoadError, Runtime, SinkWorld, SourceWorld, TransformWorld, World};
 
 pub fn inspect(path: &Path, wit: bool, grants_of: Option<(&Path, &str)>) -> Result<ExitCode> {
     let settings = RuntimeConfig::default();
@@ -36,37 +36,38 @@ pub fn inspect(path: &Path, wit: bool, grants_of: Option<(&Path, &str)>) -> Resu
     Ok(if judgement.problem.is_none() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
-/// What `ferry run` would make of a component: the role it claims, and why it cannot
-/// run as that role, if it cannot. `ferry inspect` and `ferry build` print it.
+/// What `ferry run` would make of a component: the kind it claims, and why it cannot
+/// run as that kind, if it cannot. `ferry inspect` and `ferry build` print it.
 pub(super) struct Judgement {
-    pub role: Role,
+    pub kind: Kind,
     pub problem: Option<String>,
 }
 
 impl std::fmt::Display for Judgement {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.problem {
-            None => write!(f, "{}: yes: implements {}, compiles and links", self.role, self.role.world()),
-            Some(problem) => write!(f, "{}: no: {problem}", self.role),
+            None => write!(f, "{}: yes: implements {}, compiles and links", self.kind, self.kind.world()),
+            Some(problem) => write!(f, "{}: no: {problem}", self.kind),
         }
     }
 }
 
 /// Judge the component at `path`, whose world is `world`, as `ferry run` would:
-/// against the contract of its role, then compiled and linked.
+/// against the contract of its kind, then compiled and linked.
 pub(super) fn judge(path: &Path, world: &ComponentWorld, settings: &RuntimeConfig) -> Result<Judgement> {
     // A component is judged as what it claims to be; one that claims nothing is
     // told what a source would need.
-    let role = ferry_contract::role_of(world).unwrap_or(Role::Source);
-    if let Err(problem) = ferry_contract::check(world, &Contract::load(), role) {
-        return Ok(Judgement { role, problem: Some(problem.to_string()) });
+    let kind = ferry_contract::kind_of(world).unwrap_or(Kind::Source);
+    if let Err(problem) = ferry_contract::check(world, &Contract::load(), kind) {
+        return Ok(Judgement { kind, problem: Some(problem.to_string()) });
     }
     let runtime = Runtime::new()?.with_compiler(super::run::isolated_compiler(settings)?);
-    let loaded = match role {
-        Role::Source => compiles::<SourceWorld>(&runtime, path, settings),
-        Role::Sink => compiles::<SinkWorld>(&runtime, path, settings),
+    let loaded = match kind {
+        Kind::Source => compiles::<SourceWorld>(&runtime, path, settings),
+        Kind::Sink => compiles::<SinkWorld>(&runtime, path, settings),
+        Kind::Transform => compiles::<TransformWorld>(&runtime, path, settings),
     };
-    Ok(Judgement { role, problem: loaded.err().map(|e| e.to_string()) })
+    Ok(Judgement { kind, problem: loaded.err().map(|e| e.to_string()) })
 }
 
 /// Check and compile the component as `ferry run` would.

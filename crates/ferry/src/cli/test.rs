@@ -59,12 +59,19 @@ fn tested(path: &Path, config_of: Option<(&Path, &str)>) -> Result<Report> {
     let limit = "[runtime] max_component_bytes";
     let bytes = files::read_regular(path, under.runtime.max_component_bytes.bytes(), "the component", limit)?;
     let world = ComponentWorld::decode(&bytes).with_context(|| path.display().to_string())?;
-    let Some(role) = ferry_contract::role_of(&world) else {
+    let Some(kind) = ferry_contract::kind_of(&world) else {
         bail!(
             "{}: neither a source nor a sink: it exports neither {} nor {}",
             path.display(),
             Role::Source.interface(),
             Role::Sink.interface()
+        );
+    };
+    let Some(role) = kind.role() else {
+        bail!(
+            "{}: a transform; `ferry test` runs sources and sinks: test a transform in a connector's chain (`ferry \
+             run` with it in the connector's `transforms`)",
+            path.display()
         );
     };
     if let Some(configured) = under.role
