@@ -530,3 +530,83 @@ def sink(write, open=None, close=None):
 
     Sink.driver = driver
     return Sink
+
+
+class _TransformDriver:
+    """The transform's side of the contract: a batch's records in, exactly one entry
+    per record out (the record as it goes on, or None to drop it). Pure Python."""
+
+    def __init__(self, transform, open=None):
+        self.transform_fn = transform
+        self.open_fn = open
+        self.settings = None
+
+    def open(self, config_json):
+        try:
+            config = json.loads(config_json)
+        except ValueError as e:
+            raise ValueError(f"invalid plugin_config: {e}") from None
+        self.settings = self.open_fn(config) if self.open_fn else config
+
+    def transform(self, records):
+        """The wire answer for `records`; an exception names the record it came from."""
+        from wit_world.exports import transform as wire
+
+        out = []
+        for record in records:
+            try:
+                result = self.transform_fn(self.settings, record)
+            except Exception as e:
+                raise ValueError(f"record {message_id(record):032x}: {_describe(e)}") from None
+            if result is None:
+                out.append(None)
+                continue
+            headers, origin = record.headers, record.origin_timestamp
+            if isinstance(result, (bytes, bytearray, str, dict, list)):
+                payload = _payload_bytes(result)
+            elif hasattr(result, "payload"):
+                payload = _payload_bytes(result.payload)
+                headers = getattr(result, "headers", headers)
+                origin = getattr(result, "origin_timestamp", origin)
+            else:
+                raise ValueError(
+                    f"record {message_id(record):032x}: transform returned {result!r}, not a record, a payload "
+                    "(bytes, str, dict or list) or None"
+                )
+            out.append(wire.Outgoing(headers, payload, origin))
+        return out
+
+
+def transform(fn, open=None):
+    """The class to export as `Transform` from app.py.
+
+    - `fn(settings, record)`: `record` has `id` (see `message_id`), `headers`,
+      `payload` (bytes) and `origin_timestamp`. Return the record (changed in place),
+      a new payload (bytes, str, or a dict or list written as JSON; the headers kept),
+      or None to drop the record. The host keeps each record's id. An exception
+      fails the whole batch (a source's is produced again, a sink's transformed again
+      later), so keep `fn` deterministic.
+    - `open(config)`: check `config` (the transform's `plugin_config`, parsed) and
+      return the settings every call gets (by default the config itself).
+    """
+    from wit_world import exports
+
+    driver = _TransformDriver(fn, open)
+
+    class Transform(exports.Transform):
+        def open(self, config):
+            _Log.go_live()
+            try:
+                driver.open(config)
+            except Exception as e:
+                raise _host_error(f"open: {_describe(e)}") from None
+
+        def transform(self, records):
+            _Log.go_live()
+            try:
+                return driver.transform(records)
+            except Exception as e:
+                raise _host_error(f"transform: {_describe(e)}") from None
+
+    Transform.driver = driver
+    return Transform

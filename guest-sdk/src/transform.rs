@@ -85,3 +85,65 @@ impl<T: Transform> TransformDriver<T> {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bindings::iggy::connector::types::{HeaderValue, Uint128};
+
+    /// Drops odd payloads, upper-cases the others, fails on "boom".
+    struct Scripted;
+
+    impl Transform for Scripted {
+        type Config = serde_json::Value;
+
+        fn open(config: serde_json::Value) -> Result<Self, Error> {
+            if config.get("refuse").is_some() {
+                return Err(Error::msg("configured to refuse"));
+            }
+            Ok(Scripted)
+        }
+
+        fn transform(&mut self, mut record: Record) -> Result<Option<Record>, Error> {
+            if record.payload == b"boom" {
+                return Err(Error::msg("boom"));
+            }
+            if record.payload.len() % 2 == 1 {
+                return Ok(None);
+            }
+            record.payload.make_ascii_uppercase();
+            Ok(Some(record))
+        }
+    }
+
+    fn incoming(id: u64, payload: &str) -> wire::Incoming {
+        let header = Header { key: "k".into(), value: HeaderValue::Bool(true) };
+        wire::Incoming {
+            id: Uint128 { high: 1, low: id },
+            headers: vec![header],
+            payload: payload.into(),
+            origin_timestamp: Some(id),
+        }
+    }
+
+    #[test]
+    fn one_answer_per_record_in_order_with_drops_as_none_and_headers_kept() {
+        let mut driver = TransformDriver::<Scripted>::open("{}").unwrap();
+        let out = driver.transform(vec![incoming(1, "ab"), incoming(2, "odd"), incoming(3, "cd")]).unwrap();
+        assert_eq!(out.len(), 3);
+        assert!(out[1].is_none());
+        let first = out[0].as_ref().unwrap();
+        assert_eq!((first.payload.as_slice(), first.origin_timestamp, first.headers.len()), (&b"AB"[..], Some(1), 1));
+        assert_eq!(out[2].as_ref().unwrap().payload, b"CD");
+    }
+
+    #[test]
+    fn an_error_names_the_record_and_a_bad_config_is_refused() {
+        let mut driver = TransformDriver::<Scripted>::open("{}").unwrap();
+        let error = driver.transform(vec![incoming(1, "ab"), incoming(7, "boom")]).unwrap_err();
+        assert_eq!(error.message(), format!("record {:032x}: boom", (1u128 << 64) | 7));
+        assert!(TransformDriver::<Scripted>::open("{\"refuse\": 1}").is_err());
+        let error = TransformDriver::<Scripted>::open("not json").err().unwrap();
+        assert!(error.message().starts_with("invalid plugin_config"), "{error}");
+    }
+}

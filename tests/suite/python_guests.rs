@@ -335,3 +335,66 @@ fn ferry_build_of_a_python_project_says_what_is_missing() {
     std::fs::write(&manifest, "[project]\nname = \"x\"\n\n[tool.ferry]\nkind = \"pump\"\n").unwrap();
     refused(&project, &[], &[&format!("{}: not a pyproject.toml ferry can read", manifest.display()), "pump"]);
 }
+
+/// `ferry new transform --lang python` builds, and the transform runs in a chain
+/// after a field transform: every record it keeps is delivered once, changed by
+/// both, every record it drops is settled and counted.
+#[test]
+fn a_python_transform_from_ferry_new_runs_in_a_chain() {
+    let home = tempfile::tempdir().unwrap();
+    let at = home.path().to_str().unwrap();
+    let output = ferry(&["new", "transform", "pytrans", "--lang", "python", "--path", at]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let project = home.path().join("pytrans");
+    let output = Command::new(ferry_binary()).arg("build").current_dir(&project).output().expect("ferry runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "ferry build: {stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains("transform: yes: implements iggy:connector/transform-component"), "{stdout}");
+
+    let site = Site::new();
+    let config = site.config(
+        "ferry.toml",
+        &format!(
+            r#"
+[runtime]
+compile_cache = "{cache}"
+compile_timeout = "5min"
+
+[state]
+path = "state"
+
+[local_log]
+path = "log"
+
+[[sources]]
+key = "feed"
+path = "{source}"
+poll_interval = "2ms"
+streams = [{{ stream = "demo", topic = "feed" }}]
+plugin_config = {{ max_count = 200, messages_per_batch = 7 }}
+limits = {{ memory = "128MiB" }}
+
+[sources.transforms.add_fields]
+enabled = true
+fields = [{{ key = "via", value.static = "ferry" }}]
+
+[sources.transforms.pytrans]
+enabled = true
+component = "{component}"
+plugin_config = {{ drop_every = 4 }}
+"#,
+            cache = work_dir().join("compiled").display(),
+            source = ferry_tests::components::FAULTY_SOURCE,
+            component = project.join("target/components/pytrans.wasm").display(),
+        ),
+    );
+    run_until_idle(&config, "feed");
+    let records = LocalLog::read_all(&site.log_dir(), "demo", "feed").unwrap();
+    let values: Vec<serde_json::Value> = records.iter().map(|r| serde_json::from_slice(&r.payload).unwrap()).collect();
+    let seqs: Vec<u64> = values.iter().map(|v| v["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, (0..200).filter(|s| s % 4 != 0).collect::<Vec<_>>());
+    assert!(values.iter().all(|v| v["via"] == "ferry" && v["transformed_by"] == "pytrans"), "{:?}", values[0]);
+    let status = ferry(&["status", config.to_str().unwrap(), "--json"]);
+    let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(status["connectors"][0]["messages_filtered"], 50, "{status}");
+}

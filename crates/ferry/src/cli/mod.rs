@@ -160,10 +160,10 @@ enum Command {
     /// Refuses to write into a directory that exists.
     #[command(
         after_help = "Examples:\n  ferry new source my-source --path ~/src\n  cd ~/src/my-source && ferry build \
-                      && ferry run ferry.toml"
+                      && ferry run ferry.toml\n  ferry new transform my-transform --lang python --path ~/src"
     )]
     New {
-        /// What the connector is.
+        /// What it is: a source, a sink, or a transform (chained in a connector's `transforms`).
         kind: new::Kind,
         /// The connector's name: the crate's name, the directory's and the key in ferry.toml.
         name: String,

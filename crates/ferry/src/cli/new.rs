@@ -1,5 +1,5 @@
-//! `ferry new source|sink NAME [--lang rust|python|js] [--path DIR]`: write a
-//! connector project, outside any workspace, that `ferry build` builds and `ferry run`
+//! `ferry new source|sink|transform NAME [--lang rust|python|js] [--path DIR]`:
+//! write a connector (or transform) project, outside any workspace, that `ferry build` builds and `ferry run`
 //! runs as it stands. What is common to every language is here (the name, the
 //! directory, never overwriting anything); each language's files are templates in
 //! `new/<lang>/`, chosen by `new/<lang>.rs`.
@@ -13,12 +13,13 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 
-/// What the connector is.
+/// What the connector is: a source, a sink, or a transform to chain in one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Kind {
     Source,
     Sink,
+    Transform,
 }
 
 impl Kind {
@@ -26,6 +27,7 @@ impl Kind {
         match self {
             Kind::Source => "source",
             Kind::Sink => "sink",
+            Kind::Transform => "transform",
         }
     }
 }
@@ -74,6 +76,9 @@ pub fn new(kind: Kind, name: &str, lang: Lang, parent: &Path) -> Result<ExitCode
     let dir = parent.join(name);
     if dir.symlink_metadata().is_ok() {
         bail!("{}: already exists; `ferry new` writes a new directory and overwrites nothing", dir.display());
+    }
+    if kind == Kind::Transform && lang == Lang::Js {
+        bail!("a transform in JavaScript is not supported yet: write it in Rust (the default) or with --lang python");
     }
     let (guest_sdk, files): (String, Files) = match lang {
         Lang::Rust => (guest_sdk("")?, rust::files),

@@ -43,13 +43,13 @@ struct Tool {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FerryTable {
-    /// `source` or `sink`: the world the component implements.
+    /// `source`, `sink` or `transform`: the world the component implements.
     kind: Kind,
     /// The directory of `ferry_guest.py`, relative to the project (default: the
     /// project itself when it carries one, as `ferry new` writes it, else this
     /// checkout's `guest-sdk/python`).
     guest_sdk: Option<PathBuf>,
-    /// The module that defines `Source` or `Sink` (default `app`).
+    /// The module that defines `Source`, `Sink` or `Transform` (default `app`).
     app: Option<String>,
 }
 
@@ -58,6 +58,7 @@ fn world(kind: Kind) -> &'static str {
     match kind {
         Kind::Source => "source-connector",
         Kind::Sink => "sink-connector",
+        Kind::Transform => "transform-component",
     }
 }
 

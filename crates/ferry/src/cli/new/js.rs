@@ -15,6 +15,7 @@ pub(super) fn files(kind: Kind, names: &Names) -> Vec<File> {
     let (module, module_js, ferry_toml) = match kind {
         Kind::Source => ("source.js", include_str!("js/source.js.in"), include_str!("js/source.toml.in")),
         Kind::Sink => ("sink.js", include_str!("js/sink.js.in"), include_str!("js/sink.toml.in")),
+        Kind::Transform => unreachable!("`ferry new` refuses a transform in JavaScript before asking for its files"),
     };
     vec![
         ("package.json", names.fill(include_str!("js/package.json.in"))),

@@ -8,6 +8,7 @@ pub(super) fn files(kind: Kind, names: &Names) -> Vec<File> {
     let (app, ferry_toml) = match kind {
         Kind::Source => (include_str!("python/source.py.in"), include_str!("python/source.toml.in")),
         Kind::Sink => (include_str!("python/sink.py.in"), include_str!("python/sink.toml.in")),
+        Kind::Transform => (include_str!("python/transform.py.in"), include_str!("python/transform.toml.in")),
     };
     vec![
         ("pyproject.toml", names.fill(include_str!("python/pyproject.toml.in"))),

@@ -7,6 +7,7 @@ pub(super) fn files(kind: Kind, names: &Names) -> Vec<File> {
     let (lib_rs, ferry_toml) = match kind {
         Kind::Source => (include_str!("rust/source.rs.in"), include_str!("rust/source.toml.in")),
         Kind::Sink => (include_str!("rust/sink.rs.in"), include_str!("rust/sink.toml.in")),
+        Kind::Transform => (include_str!("rust/transform.rs.in"), include_str!("rust/transform.toml.in")),
     };
     vec![
         ("Cargo.toml", names.fill(include_str!("rust/Cargo.toml.in"))),
