@@ -392,7 +392,7 @@ plugin_config = {{ drop_every = 4 }}
     let records = LocalLog::read_all(&site.log_dir(), "demo", "feed").unwrap();
     let values: Vec<serde_json::Value> = records.iter().map(|r| serde_json::from_slice(&r.payload).unwrap()).collect();
     let seqs: Vec<u64> = values.iter().map(|v| v["seq"].as_u64().unwrap()).collect();
-    assert_eq!(seqs, (0..200).filter(|s| s % 4 != 0).collect::<Vec<_>>());
+    assert_eq!(seqs, (0..200u64).filter(|s| !s.is_multiple_of(4)).collect::<Vec<_>>());
     assert!(values.iter().all(|v| v["via"] == "ferry" && v["transformed_by"] == "pytrans"), "{:?}", values[0]);
     let status = ferry(&["status", config.to_str().unwrap(), "--json"]);
     let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();

@@ -86,7 +86,7 @@ plugin_config = {{ drop_multiples_of = 5, tag = "sunk" }}
 "#
         ),
     );
-    let kept = |seq: &u64| seq % 3 != 0 && seq % 5 != 0;
+    let kept = |seq: &u64| !seq.is_multiple_of(3) && !seq.is_multiple_of(5);
     let expected: Vec<u64> = (0..COUNT).filter(kept).collect();
     let mut run = Ferry::start(&config, &[]);
     until("the sink to write every record the transforms keep", || {
@@ -100,7 +100,11 @@ plugin_config = {{ drop_multiples_of = 5, tag = "sunk" }}
     let records = LocalLog::read_all(&site.log_dir(), "demo", "feed").unwrap();
     let delivered: Vec<Value> = records.iter().map(|r| serde_json::from_slice(&r.payload).unwrap()).collect();
     let seqs: Vec<u64> = delivered.iter().map(|v| v["seq"].as_u64().unwrap()).collect();
-    assert_eq!(seqs, (0..COUNT).filter(|s| s % 3 != 0).collect::<Vec<_>>(), "each kept record once, in order");
+    assert_eq!(
+        seqs,
+        (0..COUNT).filter(|s| !s.is_multiple_of(3)).collect::<Vec<_>>(),
+        "each kept record once, in order"
+    );
     assert!(delivered.iter().all(|v| v["via"] == "ferry" && v.get("tag").is_none()), "{:?}", delivered[0]);
     // Its faults were said, and held the batch back until they passed.
     assert!(log.contains("transform `thirds` failed") && log.contains("refusing the batch with seq 100"), "{log}");
@@ -119,7 +123,7 @@ plugin_config = {{ drop_multiples_of = 5, tag = "sunk" }}
     let (feed, archive) = (of("feed"), of("archive"));
     assert_eq!(feed.messages_filtered, COUNT.div_ceil(3), "the source's multiples of 3");
     assert_eq!(feed.messages_delivered, COUNT - COUNT.div_ceil(3));
-    let fifths = (0..COUNT).filter(|s| s % 3 != 0 && s % 5 == 0).count() as u64;
+    let fifths = (0..COUNT).filter(|s| !s.is_multiple_of(3) && s.is_multiple_of(5)).count() as u64;
     assert_eq!(archive.messages_filtered, fifths, "the sink's multiples of 5 among what it read");
     assert_eq!(archive.messages_delivered, expected.len() as u64);
     assert!(feed.nacks >= 3, "two refusals and at least one trap NACKed: {feed:?}");

@@ -17,7 +17,7 @@ pub enum Link {
     /// Consecutive field transforms, applied to each record alone.
     Fields(Pipeline),
     /// A transform component, handed the batch's records at once.
-    Component(ComponentLink),
+    Component(Box<ComponentLink>),
 }
 
 /// A connector's transforms, ready to run.
@@ -106,7 +106,7 @@ impl Chain {
             match transform {
                 Transform::Component(transform) => {
                     links.extend(Pipeline::new(&std::mem::take(&mut fields)).map(Link::Fields));
-                    links.push(Link::Component(component(transform)));
+                    links.push(Link::Component(Box::new(component(transform))));
                 }
                 field => fields.push(field.clone()),
             }
