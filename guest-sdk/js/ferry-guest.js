@@ -338,3 +338,63 @@ export function sink(author) {
         },
     };
 }
+
+// ---- transforms ------------------------------------------------------------------
+
+/**
+ * The `transform` export of a transform, from the author's functions:
+ *
+ * - `open(config)` (optional): `config` is the parsed `plugin_config`. Throw to
+ *   refuse (the batch it was opened for fails, and comes again).
+ * - `transform(record)`: `record` is `{ id, headers, payload, originTimestamp,
+ *   text(), json() }` (`id` a BigInt the host keeps, `payload` a Uint8Array). Return
+ *   the record as it goes on (the same object changed, or `{ payload, headers,
+ *   originTimestamp }`), a new payload (a string, a Uint8Array, or any other value
+ *   written as JSON, the headers kept), or `null`/`undefined` to drop the record.
+ *   An exception fails the whole batch (a source's is produced again, a sink's
+ *   transformed again later): keep it deterministic.
+ *
+ * The helper answers the host with exactly one entry per record, in order.
+ */
+export function transform(author) {
+    if (typeof author?.transform !== "function") {
+        throw new Error("ferry transform: `transform(record)` is required");
+    }
+    return {
+        open(config) {
+            enter();
+            const settings = parseConfig(config);
+            if (author.open) guarded("open", () => author.open(settings));
+        },
+
+        transform(records) {
+            enter();
+            return records.map((incoming) => {
+                const id = fromUint128(incoming.id);
+                const record = {
+                    id,
+                    headers: incoming.headers,
+                    payload: incoming.payload,
+                    originTimestamp: incoming.originTimestamp,
+                    text: () => decoder.decode(incoming.payload),
+                    json: () => JSON.parse(decoder.decode(incoming.payload)),
+                };
+                const result = guarded(`record ${id.toString(16).padStart(32, "0")}`, () => author.transform(record));
+                if (result === null || result === undefined) return undefined;
+                const out = { headers: incoming.headers, payload: undefined, originTimestamp: incoming.originTimestamp };
+                if (typeof result === "string" || result instanceof Uint8Array) {
+                    out.payload = toBytes(result);
+                } else if (typeof result === "object" && "payload" in result) {
+                    out.payload = typeof result.payload === "string" || result.payload instanceof Uint8Array
+                        ? toBytes(result.payload)
+                        : encoder.encode(JSON.stringify(result.payload));
+                    if (result.headers !== undefined) out.headers = result.headers;
+                    if (result.originTimestamp !== undefined) out.originTimestamp = BigInt(result.originTimestamp);
+                } else {
+                    out.payload = encoder.encode(JSON.stringify(result));
+                }
+                return out;
+            });
+        },
+    };
+}

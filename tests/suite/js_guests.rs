@@ -250,3 +250,70 @@ fn a_new_js_source_builds_and_runs() {
     let records = LocalLog::read_all(&project.join("data/log"), "demo", "records").unwrap();
     assert_eq!(seqs(&records), (0..100).collect::<Vec<_>>());
 }
+
+/// `ferry new transform --lang js` builds, and the transform runs in a sink's chain:
+/// the file sink writes every record it keeps once, changed; the records it drops
+/// are settled (the sink's offset moves past them) and counted.
+#[test]
+fn a_js_transform_from_ferry_new_runs_in_a_sinks_chain() {
+    let home = tempfile::tempdir().unwrap();
+    let output = ferry(&["new", "transform", "jstrans", "--lang", "js", "--path", home.path().to_str().unwrap()]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let project = home.path().join("jstrans");
+    let stdout = ferry_build(&project, &[]);
+    assert!(stdout.contains("transform: yes: implements iggy:connector/transform-component"), "{stdout}");
+
+    let site = Site::new();
+    std::fs::create_dir_all(site.path("out")).unwrap();
+    let config = site.config(
+        "ferry.toml",
+        &format!(
+            r#"
+[state]
+path = "state"
+
+[local_log]
+path = "log"
+
+[[sources]]
+key = "feed"
+path = "{source}"
+poll_interval = "2ms"
+streams = [{{ stream = "demo", topic = "feed" }}]
+plugin_config = {{ max_count = 300, messages_per_batch = 10 }}
+
+[[sinks]]
+key = "archive"
+path = "{sink}"
+poll_interval = "2ms"
+batch_length = 8
+streams = [{{ stream = "demo", topics = ["feed"] }}]
+grants = {{ dirs = [{{ host = "out", guest = "/out", writable = true }}] }}
+plugin_config = {{ directory = "/out" }}
+limits = {{ memory = "{JS_MEMORY_MIB}MiB" }}
+
+[sinks.transforms.jstrans]
+enabled = true
+component = "{component}"
+plugin_config = {{ drop_every = 5 }}
+"#,
+            source = ferry_tests::components::FAULTY_SOURCE,
+            sink = ferry_tests::components::FILE_SINK,
+            component = project.join("target/components/jstrans.wasm").display(),
+        ),
+    );
+    let kept: Vec<u64> = (0..300u64).filter(|s| !s.is_multiple_of(5)).collect();
+    let mut run = Ferry::start(&config, &[]);
+    crate::iggy_sinks::until("the sink to write what the transform keeps", || {
+        crate::transforms::written(&site.path("out")).len() >= kept.len()
+    });
+    run.signal(Signal::SIGTERM);
+    assert!(run.wait().success(), "{}", run.log());
+    let written = crate::transforms::written(&site.path("out"));
+    assert_eq!(written.keys().copied().collect::<Vec<_>>(), kept);
+    assert!(written.values().all(|(payload, times)| *times == 1 && payload["transformed_by"] == "jstrans"));
+    let status = ferry(&["status", config.to_str().unwrap(), "--json"]);
+    let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    let archive = status["connectors"].as_array().unwrap().iter().find(|c| c["key"] == "archive").unwrap().clone();
+    assert_eq!(archive["messages_filtered"], 60, "{archive}");
+}

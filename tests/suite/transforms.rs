@@ -20,7 +20,7 @@ use ferry_tests::components::{FAULTY_SOURCE, FAULTY_TRANSFORM, FILE_SINK};
 const COUNT: u64 = 600;
 
 /// Every payload the file sink wrote under `out`, by `seq`, with how many times.
-fn written(out: &Path) -> BTreeMap<u64, (Value, usize)> {
+pub(crate) fn written(out: &Path) -> BTreeMap<u64, (Value, usize)> {
     let mut written: BTreeMap<u64, (Value, usize)> = BTreeMap::new();
     let Ok(entries) = std::fs::read_dir(out) else { return written };
     for entry in entries.filter_map(Result::ok) {

@@ -77,9 +77,6 @@ pub fn new(kind: Kind, name: &str, lang: Lang, parent: &Path) -> Result<ExitCode
     if dir.symlink_metadata().is_ok() {
         bail!("{}: already exists; `ferry new` writes a new directory and overwrites nothing", dir.display());
     }
-    if kind == Kind::Transform && lang == Lang::Js {
-        bail!("a transform in JavaScript is not supported yet: write it in Rust (the default) or with --lang python");
-    }
     let (guest_sdk, files): (String, Files) = match lang {
         Lang::Rust => (guest_sdk("")?, rust::files),
         Lang::Python => (String::new(), python::files),

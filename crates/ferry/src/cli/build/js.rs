@@ -6,7 +6,8 @@
 //! modules under the directory it runs in; componentize-js then compiles that file,
 //! with a JavaScript engine, into a component of Ferry's WIT world.
 //!
-//! The world is Ferry's `source-connector` or `sink-connector` with WASI's filesystem
+//! The world is Ferry's `source-connector`, `sink-connector` or `transform-component`
+//! with WASI's filesystem
 //! preopens named (guest-sdk/js/wit/js-worlds.wit says why), assembled in
 //! `target/js/wit/`. The bundle goes to `target/js/<lib>.js`, the component to
 //! `target/components/<lib>.wasm`, `<lib>` being the package's name with `_` for `-`.
@@ -128,8 +129,10 @@ fn project(text: &str) -> Result<Project> {
     let world = match json["ferry"]["kind"].as_str() {
         Some("source") => "source-connector-js",
         Some("sink") => "sink-connector-js",
+        Some("transform") => "transform-component-js",
         other => bail!(
-            "\"ferry\": {{ \"kind\": ... }} is {}, not \"source\" or \"sink\" (what the connector is)",
+            "\"ferry\": {{ \"kind\": ... }} is {}, not \"source\", \"sink\" or \"transform\" (what the \
+             connector is)",
             other.map_or("missing".to_string(), |k| format!("{k:?}"))
         ),
     };

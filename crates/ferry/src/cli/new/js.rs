@@ -1,5 +1,5 @@
 //! The files of a new JavaScript connector: a `package.json` that `ferry build` reads
-//! (which module, source or sink), the module, and a ferry.toml that gives it the
+//! (which module, source, sink or transform), the module, and a ferry.toml that gives it the
 //! memory a JavaScript engine needs. The module imports `./ferry-guest.js`, a copy
 //! of the helper this ferry was built with: the project names no path outside
 //! itself, so it builds wherever it is moved or cloned; `ferry build` bundles the
@@ -15,7 +15,7 @@ pub(super) fn files(kind: Kind, names: &Names) -> Vec<File> {
     let (module, module_js, ferry_toml) = match kind {
         Kind::Source => ("source.js", include_str!("js/source.js.in"), include_str!("js/source.toml.in")),
         Kind::Sink => ("sink.js", include_str!("js/sink.js.in"), include_str!("js/sink.toml.in")),
-        Kind::Transform => unreachable!("`ferry new` refuses a transform in JavaScript before asking for its files"),
+        Kind::Transform => ("transform.js", include_str!("js/transform.js.in"), include_str!("js/transform.toml.in")),
     };
     vec![
         ("package.json", names.fill(include_str!("js/package.json.in"))),
@@ -43,7 +43,7 @@ mod tests {
         assert!(text("ferry-guest.js").contains("export function source("), "the helper itself");
         assert!(text("ferry.toml").contains(&format!("memory = \"{JS_MEMORY}\"")));
         assert!(text("ferry.toml").contains("path = \"target/components/my_source.wasm\""));
-        for kind in [Kind::Source, Kind::Sink] {
+        for kind in [Kind::Source, Kind::Sink, Kind::Transform] {
             for (path, text) in super::files(kind, &names) {
                 assert!(!text.contains("{{"), "{path} has an unfilled placeholder:\n{text}");
                 assert!(!text.contains("/x/"), "{path} names a path outside the project:\n{text}");
