@@ -331,13 +331,16 @@ fn on_a_terminal_top_redraws_the_table_until_q_and_leaves_the_terminal_as_it_fou
     let mut run = start(&site, &format!("{}{}", head(port, ""), connectors()), &[]);
     get_until(&address, "/stats", &[], |r| r.status == 200 && trap_and_nacks_in(&r.json()));
 
-    // The terminal's line settings before and after top, read on the terminal itself.
+    // The terminal's line settings before and after top, read on the terminal itself;
+    // after top, the shell says so and waits for Enter, so that the screen and the
+    // cursor can be seen as top left them.
     let script = site.path("top.sh");
     let quoted = |path: &Path| format!("'{}'", path.display());
     std::fs::write(
         &script,
         format!(
-            "stty -g > {before}\n{ferry} top {config} --interval 200ms\nstatus=$?\nstty -g > {after}\nexit $status\n",
+            "stty -g > {before}\n{ferry} top {config} --interval 200ms\nstatus=$?\nstty -g > {after}\n\
+             echo \"ferry top exited $status\"\nread line\nexit $status\n",
             before = quoted(&site.path("stty.before")),
             ferry = quoted(Path::new(ferry_binary())),
             config = quoted(&site.path("ferry.toml")),
@@ -377,14 +380,18 @@ fn on_a_terminal_top_redraws_the_table_until_q_and_leaves_the_terminal_as_it_fou
     assert_eq!(screen.lines().filter(|l| l.starts_with("KEY ")).count(), 1, "drawn over, not below:\n{screen}");
 
     tmux.send_keys("q");
-    assert_eq!(tmux.exit_status(), 0, "q quits top with 0:\n{}", tmux.screen());
-    let screen = tmux.screen();
+    let screen = tmux.screen_until("top exiting", |screen| screen.contains("ferry top exited "));
+    assert!(screen.contains("ferry top exited 0"), "q quits top with 0:\n{screen}");
     assert_eq!(tmux.format("#{alternate_on}"), "0", "back on the main screen:\n{screen}");
     assert_eq!(tmux.format("#{cursor_flag}"), "1", "the cursor shows again");
     assert!(!screen.lines().any(|l| l.starts_with("KEY ")), "the table went with the alternate screen:\n{screen}");
     let stty = |name: &str| std::fs::read_to_string(site.path(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
-    assert_eq!(stty("stty.after"), stty("stty.before"), "the terminal's line settings are as they were");
     assert!(!stty("stty.before").is_empty());
+    assert_eq!(stty("stty.after"), stty("stty.before"), "the terminal's line settings are as they were");
+    // Enter: the shell reads it in line mode (echoed, as the terminal is itself again),
+    // and exits with top's status.
+    tmux.send_keys("Enter");
+    assert_eq!(tmux.exit_status(), 0, "{}", tmux.screen());
     drop(tmux);
 
     run.signal(Signal::SIGTERM);
