@@ -3,8 +3,9 @@
 //!
 //! The figures come from the HTTP API when the config has an enabled `[http]`
 //! (`GET /stats`), else, or while the API cannot be reached or its key read, from
-//! the status file the running ferry keeps written (what `ferry status` shows). Rates are the difference
-//! between two readings over the time between them, so the first screen has none.
+//! the status file the running ferry keeps written (what `ferry status` shows).
+//! Rates are the difference between two readings over the time between them, so the
+//! first screen has none.
 //! On a terminal the table is drawn on the alternate screen (`terminal.rs`) and
 //! redrawn every `--interval` until `q`, Esc or Ctrl-C; otherwise (or with
 //! `--iterations`) top prints that many snapshots as text (`view.rs`) and exits.
@@ -55,16 +56,19 @@ pub fn top(path: &Path, interval: Duration, iterations: Option<u64>) -> Result<E
 
 /// On a terminal: the table, redrawn every `interval` until a key stops it.
 fn live(figures: &mut Figures, interval: Duration) -> Result<()> {
+    // The first reading before the terminal is taken: a ferry that never ran is said
+    // on the terminal as it is, with no screen flashing by.
+    let mut reading = figures.read()?;
     let mut screen = Screen::open()?;
     let mut rates = Rates::default();
     loop {
-        let reading = figures.read()?;
         rates.observe(&reading, now_micros());
         let view = View::new(&reading, &rates, &figures.origin(), interval);
         screen.draw(&view)?;
         if screen.quit_within(interval, &view)? {
             return Ok(());
         }
+        reading = figures.read()?;
     }
 }
 
@@ -72,7 +76,6 @@ fn live(figures: &mut Figures, interval: Duration) -> Result<()> {
 fn snapshots(figures: &mut Figures, interval: Duration, iterations: u64) -> Result<()> {
     let mut rates = Rates::default();
     let mut stdout = std::io::stdout().lock();
-    let width = terminal::width().unwrap_or(UNKNOWN_WIDTH);
     for round in 0..iterations {
         if round > 0 {
             std::thread::sleep(interval);
@@ -87,7 +90,7 @@ fn snapshots(figures: &mut Figures, interval: Duration, iterations: u64) -> Resu
         if round > 0 {
             writeln!(stdout)?;
         }
-        stdout.write_all(view.text(width).as_bytes())?;
+        stdout.write_all(view.text(terminal::width().unwrap_or(UNKNOWN_WIDTH)).as_bytes())?;
         stdout.flush()?;
     }
     Ok(())

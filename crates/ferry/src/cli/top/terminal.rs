@@ -53,20 +53,22 @@ impl Screen {
 
     /// Draw `view`, fitted to the terminal's size now.
     pub fn draw(&mut self, view: &View) -> Result<()> {
-        self.terminal.draw(|frame| {
-            let [header, totals, _, table, help] = Layout::vertical([
-                Constraint::Length(1),
-                Constraint::Length(1),
-                Constraint::Length(1),
-                Constraint::Fill(1),
-                Constraint::Length(1),
-            ])
-            .areas(frame.area());
-            frame.render_widget(Paragraph::new(view.header.as_str()), header);
-            frame.render_widget(Paragraph::new(view.totals.as_str()), totals);
-            frame.render_widget(self::table(view), table);
-            frame.render_widget(Paragraph::new(HELP).style(Style::new().add_modifier(Modifier::DIM)), help);
-        })?;
+        self.terminal
+            .draw(|frame| {
+                let [header, totals, _, table, help] = Layout::vertical([
+                    Constraint::Length(1),
+                    Constraint::Length(1),
+                    Constraint::Length(1),
+                    Constraint::Fill(1),
+                    Constraint::Length(1),
+                ])
+                .areas(frame.area());
+                frame.render_widget(Paragraph::new(view.header.as_str()), header);
+                frame.render_widget(Paragraph::new(view.totals.as_str()), totals);
+                frame.render_widget(self::table(view), table);
+                frame.render_widget(Paragraph::new(HELP).style(Style::new().add_modifier(Modifier::DIM)), help);
+            })
+            .context("cannot draw on the terminal")?;
         Ok(())
     }
 
