@@ -13,6 +13,7 @@ pub mod postgres_server;
 pub mod raw_component;
 pub mod records;
 pub mod sink_output;
+pub mod tmux;
 
 /// Paths of the components built from this workspace's guest crates.
 pub mod components {

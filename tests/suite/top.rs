@@ -3,7 +3,9 @@
 //! file, each connector's key, phase, a rate that moves while it delivers, its traps
 //! and NACKs; the fallback to the status file when the API cannot be reached or its
 //! key read, and back to the API when it answers again; and the errors for a refused
-//! key, a config that cannot be loaded, and a ferry that has never run.
+//! key, a config that cannot be loaded, and a ferry that has never run. And run live,
+//! on a real terminal (tmux's): the table redrawn in place, `q` to quit, and the
+//! terminal left as it was.
 
 use std::io::{BufRead as _, BufReader, Read as _};
 use std::path::Path;
@@ -20,6 +22,7 @@ use ferry_tests::components::HOSTILE_SOURCE;
 use ferry_tests::free_port;
 use ferry_tests::harness::PATIENCE;
 use ferry_tests::http_client::{get_tls, get_until};
+use ferry_tests::tmux::Tmux;
 
 /// Three sources: `feed` delivers without end; `trapper` traps on its third poll and
 /// waits a day to restart; `rejected` has every batch after its first two NACKed.
@@ -314,4 +317,83 @@ fn without_a_status_file_or_a_loadable_config_top_says_what_is_missing() {
     let output = top(&[config, "--interval", "soon", "--once"], &[]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success() && stderr.contains("--interval"), "{stderr}");
+}
+
+/// `ferry top CONFIG` on a terminal: the table on the alternate screen, each
+/// connector's key and phase, feed's rate moving from one redraw to the next; `q`
+/// quits with 0, and the terminal is as it was before (the main screen, the cursor,
+/// the same line settings: `stty -g` reads the same).
+#[test]
+fn on_a_terminal_top_redraws_the_table_until_q_and_leaves_the_terminal_as_it_found_it() {
+    let site = Site::new();
+    let port = free_port();
+    let address = format!("127.0.0.1:{port}");
+    let mut run = start(&site, &format!("{}{}", head(port, ""), connectors()), &[]);
+    get_until(&address, "/stats", &[], |r| r.status == 200 && trap_and_nacks_in(&r.json()));
+
+    // The terminal's line settings before and after top, read on the terminal itself;
+    // after top, the shell says so and waits for Enter, so that the screen and the
+    // cursor can be seen as top left them.
+    let script = site.path("top.sh");
+    let quoted = |path: &Path| format!("'{}'", path.display());
+    std::fs::write(
+        &script,
+        format!(
+            "stty -g > {before}\n{ferry} top {config} --interval 200ms\nstatus=$?\nstty -g > {after}\n\
+             echo \"ferry top exited $status\"\nread line\nexit $status\n",
+            before = quoted(&site.path("stty.before")),
+            ferry = quoted(Path::new(ferry_binary())),
+            config = quoted(&site.path("ferry.toml")),
+            after = quoted(&site.path("stty.after")),
+        ),
+    )
+    .unwrap();
+    let test = "on_a_terminal_top_redraws_the_table_until_q_and_leaves_the_terminal_as_it_found_it";
+    let Some(tmux) = Tmux::start(test, &format!("sh {}", quoted(&script)), 160, 40) else { return };
+
+    let shows_the_table = |screen: &str| {
+        screen.lines().any(|l| l.starts_with("KEY "))
+            && ["feed", "rejected", "trapper"].iter().all(|key| {
+                screen
+                    .lines()
+                    .any(|l| l.split_whitespace().next() == Some(*key) && l.split_whitespace().nth(3).is_some())
+            })
+    };
+    let screen = tmux.screen_until("the table of the three connectors", shows_the_table);
+    assert_eq!(tmux.format("#{alternate_on}"), "1", "the table is on the alternate screen:\n{screen}");
+    let header = screen.lines().next().unwrap();
+    assert!(header.starts_with("ferry pid ") && header.contains(": running; "), "{screen}");
+    assert!(header.contains(&format!("from the API at http://{address}")), "{screen}");
+    assert!(screen.lines().nth(1).unwrap().starts_with("3 connectors, "), "{screen}");
+    assert!(["running", "idle"].contains(&column(&screen, "feed", "PHASE")), "{screen}");
+    assert_eq!(column(&screen, "trapper", "PHASE"), "failed", "{screen}");
+    assert_eq!(column(&screen, "feed", "ROLE"), "source", "{screen}");
+    assert!(!column(&screen, "rejected", "PHASE").is_empty(), "{screen}");
+    assert!(screen.contains("q, Esc or Ctrl-C: quit"), "the screen says how to quit:\n{screen}");
+
+    // feed delivers: its rate appears, then moves, redrawn in place.
+    let rate = |screen: &str| column(screen, "feed", "MSGS/S").parse::<f64>().ok();
+    let screen = tmux.screen_until("a rate for feed", |screen| rate(screen).is_some_and(|r| r > 0.0));
+    let first = rate(&screen).unwrap();
+    let screen = tmux.screen_until("feed's rate moving", |screen| rate(screen).is_some_and(|r| r != first));
+    assert!(rate(&screen).unwrap() > 0.0, "{screen}");
+    assert_eq!(screen.lines().filter(|l| l.starts_with("KEY ")).count(), 1, "drawn over, not below:\n{screen}");
+
+    tmux.send_keys("q");
+    let screen = tmux.screen_until("top exiting", |screen| screen.contains("ferry top exited "));
+    assert!(screen.contains("ferry top exited 0"), "q quits top with 0:\n{screen}");
+    assert_eq!(tmux.format("#{alternate_on}"), "0", "back on the main screen:\n{screen}");
+    assert_eq!(tmux.format("#{cursor_flag}"), "1", "the cursor shows again");
+    assert!(!screen.lines().any(|l| l.starts_with("KEY ")), "the table went with the alternate screen:\n{screen}");
+    let stty = |name: &str| std::fs::read_to_string(site.path(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert!(!stty("stty.before").is_empty());
+    assert_eq!(stty("stty.after"), stty("stty.before"), "the terminal's line settings are as they were");
+    // Enter: the shell reads it in line mode (echoed, as the terminal is itself again),
+    // and exits with top's status.
+    tmux.send_keys("Enter");
+    assert_eq!(tmux.exit_status(), 0, "{}", tmux.screen());
+    drop(tmux);
+
+    run.signal(Signal::SIGTERM);
+    assert!(run.wait().success(), "{}", run.log());
 }

@@ -1,5 +1,14 @@
 //! Sizes in the config are written the way people say them: `"64MiB"`, `"512KiB"`,
 //! or a plain number of bytes.
+//!
+//! Parsed here, not by a crate: the grammar is a whole number and one of five
+//! case-sensitive binary units, and what the crates that parse sizes accept beyond it
+//! is what ferry refuses on purpose. `bytesize` and `parse-size` (both tried) take
+//! `"64MB"` (64,000,000 bytes to the first; 64 MiB to the second in binary mode, or
+//! 64,000,000 in its default), `"1.5GiB"` and `"64mib"`; `bytesize` turns
+//! `"99999999999999GiB"` into 16 EiB rather than an error, and `parse-size`'s errors
+//! (`InvalidDigit`) say neither which unit is unknown nor how to write the size. A
+//! limit misread by a factor of 1.05 is worse than one refused with the units to use.
 
 use serde::Deserialize;
 use serde::de::{self, Deserializer, Visitor};

@@ -3,13 +3,16 @@
 //!
 //! The figures come from the HTTP API when the config has an enabled `[http]`
 //! (`GET /stats`), else, or while the API cannot be reached or its key read, from
-//! the status file the running ferry keeps written (what `ferry status` shows). Rates are the difference
-//! between two readings over the time between them, so the first screen has none.
-//! On a terminal the table is redrawn every `--interval` until `q` or Ctrl-C;
-//! otherwise (or with `--iterations`) top prints that many snapshots and exits.
+//! the status file the running ferry keeps written (what `ferry status` shows).
+//! Rates are the difference between two readings over the time between them, so the
+//! first screen has none.
+//! On a terminal the table is drawn on the alternate screen (`terminal.rs`) and
+//! redrawn every `--interval` until `q`, Esc or Ctrl-C; otherwise (or with
+//! `--iterations`) top prints that many snapshots as text (`view.rs`) and exits.
 
 mod api;
 mod terminal;
+mod view;
 
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write as _};
@@ -20,9 +23,11 @@ use std::time::Duration;
 use anyhow::{Result, anyhow, bail};
 
 use self::api::{ApiClient, ApiError, Stats};
+use self::terminal::Screen;
+use self::view::View;
 use super::status::{no_status_yet, process_state};
 use ferry_config::Config;
-use ferry_engine::status::{StatusFile, format_micros, now_micros, read_status_file, status_file_path};
+use ferry_engine::status::{StatusFile, now_micros, read_status_file, status_file_path};
 
 /// How long the status file may stay the same while its ferry runs before top takes
 /// it that nothing moves: the file is rewritten within half a second of any change.
@@ -35,35 +40,60 @@ const UNKNOWN_WIDTH: usize = 200;
 pub fn top(path: &Path, interval: Duration, iterations: Option<u64>) -> Result<ExitCode> {
     let config = Config::load(path)?;
     let mut figures = Figures::new(&config, path)?;
-    let live = iterations.is_none() && std::io::stdout().is_terminal();
-    // Piped without a count: one snapshot, as `ferry status` would print.
-    let iterations = if live { u64::MAX } else { iterations.unwrap_or(1) };
-    let keys = live.then(terminal::Keys::new);
+    if iterations.is_none() && std::io::stdout().is_terminal() {
+        let watched = live(&mut figures, interval);
+        // Said once the terminal is back, rather than over the table.
+        for notice in figures.notices.drain(..) {
+            eprintln!("{notice}");
+        }
+        watched?;
+    } else {
+        // Piped without a count: one snapshot, as `ferry status` would print.
+        snapshots(&mut figures, interval, iterations.unwrap_or(1))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// On a terminal: the table, redrawn every `interval` until a key stops it.
+fn live(figures: &mut Figures, interval: Duration) -> Result<()> {
+    // The first reading before the terminal is taken: a ferry that never ran is said
+    // on the terminal as it is, with no screen flashing by.
+    let mut reading = figures.read()?;
+    let mut screen = Screen::open()?;
+    let mut rates = Rates::default();
+    loop {
+        rates.observe(&reading, now_micros());
+        let view = View::new(&reading, &rates, &figures.origin(), interval);
+        screen.draw(&view)?;
+        if screen.quit_within(interval, &view)? {
+            return Ok(());
+        }
+        reading = figures.read()?;
+    }
+}
+
+/// Piped: `iterations` snapshots as text, `interval` apart, separated by a blank line.
+fn snapshots(figures: &mut Figures, interval: Duration, iterations: u64) -> Result<()> {
     let mut rates = Rates::default();
     let mut stdout = std::io::stdout().lock();
     for round in 0..iterations {
         if round > 0 {
-            match &keys {
-                Some(keys) if keys.quit_within(interval) => break,
-                Some(_) => {}
-                None => std::thread::sleep(interval),
-            }
+            std::thread::sleep(interval);
         }
-        let reading = figures.read()?;
+        let reading = figures.read();
+        for notice in figures.notices.drain(..) {
+            eprintln!("{notice}");
+        }
+        let reading = reading?;
         rates.observe(&reading, now_micros());
-        let width = terminal::width().unwrap_or(UNKNOWN_WIDTH);
-        let screen = render(&reading, &rates, &figures.origin(), interval, width);
-        if live {
-            stdout.write_all(terminal::redraw(&screen, round == 0).as_bytes())?;
-        } else {
-            if round > 0 {
-                writeln!(stdout)?;
-            }
-            stdout.write_all(screen.as_bytes())?;
+        let view = View::new(&reading, &rates, &figures.origin(), interval);
+        if round > 0 {
+            writeln!(stdout)?;
         }
+        stdout.write_all(view.text(terminal::width().unwrap_or(UNKNOWN_WIDTH)).as_bytes())?;
         stdout.flush()?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// One connector's figures, read from either place.
@@ -142,8 +172,8 @@ impl Reading {
 ///
 /// The API is asked again at every refresh after it failed, so a ferry restarted
 /// (or an API that was down a moment) is read again as soon as it answers; each
-/// change of source is said once on stderr, and the header says why the status file
-/// is read. An API key that cannot be read (its variable unset, its file missing)
+/// change of source is said once (in [`Figures::notices`], for stderr), and the
+/// header says why the status file is read. An API key that cannot be read (its variable unset, its file missing)
 /// means top cannot use the API at all: it reads the status file, and says why.
 struct Figures {
     api: Option<ApiClient>,
@@ -151,21 +181,24 @@ struct Figures {
     config: PathBuf,
     /// Why the status file is read although the config has an API, while it is.
     api_lost: Option<String>,
+    /// What to say on stderr about a change of source, not said yet: the caller says it
+    /// when it can (on a terminal, once the table is gone).
+    notices: Vec<String>,
 }
 
 impl Figures {
     fn new(config: &Config, path: &Path) -> Result<Figures> {
         let file = status_file_path(&config.state.path);
-        let mut figures = Figures { api: None, file, config: path.to_path_buf(), api_lost: None };
+        let mut figures = Figures { api: None, file, config: path.to_path_buf(), api_lost: None, notices: Vec::new() };
         if let Some(http) = config.http.as_ref().filter(|http| http.enabled) {
             match ApiClient::new(http) {
                 Ok(client) => figures.api = Some(client),
                 Err(problem) => {
-                    eprintln!(
+                    figures.notices.push(format!(
                         "ferry top: {}: cannot use the API: {problem}; reading the status file {} instead",
                         path.display(),
                         figures.file.display()
-                    );
+                    ));
                     figures.api_lost = Some(format!("cannot use the API: {problem}"));
                 }
             }
@@ -178,7 +211,7 @@ impl Figures {
             match client.stats() {
                 Ok(stats) => {
                     if self.api_lost.take().is_some() {
-                        eprintln!("ferry top: the API at {} answers again; reading it", client.url);
+                        self.notices.push(format!("ferry top: the API at {} answers again; reading it", client.url));
                     }
                     return Ok(Reading::from_api(stats, now_micros()));
                 }
@@ -187,12 +220,12 @@ impl Figures {
                     // Said once, when it goes; the header says it on every screen while
                     // it is gone.
                     if self.api_lost.is_none() {
-                        eprintln!(
+                        self.notices.push(format!(
                             "ferry top: cannot read the API at {}: {problem}; reading the status file {} instead \
                              until it answers again",
                             client.url,
                             self.file.display()
-                        );
+                        ));
                     }
                     self.api_lost = Some(format!("the API at {} cannot be reached", client.url));
                 }
@@ -280,96 +313,16 @@ fn rates(before: &Reading, after: &Reading) -> BTreeMap<String, Rate> {
     rates
 }
 
-/// The screen for `reading`: a header, the totals, and one line per connector, each
-/// cut to `width` characters.
-fn render(reading: &Reading, rates: &Rates, origin: &str, interval: Duration, width: usize) -> String {
-    let mut lines = vec![format!(
-        "ferry pid {}: {}; {origin}, as of {} (every {})",
-        reading.pid,
-        reading.state,
-        format_micros(reading.at_micros),
-        humantime::format_duration(interval)
-    )];
-    let healthy = reading.rows.iter().filter(|r| r.phase == "running" || r.phase == "idle").count();
-    let sum = |field: fn(&Row) -> u64| reading.rows.iter().map(field).sum::<u64>();
-    let known: Vec<Rate> = reading.rows.iter().filter_map(|r| rates.of(&r.key)).collect();
-    let total_rate = (!known.is_empty()).then(|| known.iter().map(|r| r.messages).sum::<f64>());
-    lines.push(format!(
-        "{} connectors, {healthy} running or idle; {} msgs/s; {} messages, {} NACKs, {} traps, {} dead-lettered",
-        reading.rows.len(),
-        per_second(total_rate),
-        sum(|r| r.messages),
-        sum(|r| r.nacks),
-        sum(|r| r.traps),
-        sum(|r| r.dead_lettered),
-    ));
-    let key_width = column_width("KEY", reading.rows.iter().map(|r| r.key.as_str()));
-    let tenant_width = column_width("TENANT", reading.rows.iter().map(|r| r.tenant.as_deref().unwrap_or("-")));
-    lines.push(format!(
-        "{:<key_width$} {:<6} {:<tenant_width$} {:<11} {:>10} {:>9} {:>12} {:>7} {:>6} {:>8} {:>6}  LAST ERROR",
-        "KEY", "ROLE", "TENANT", "PHASE", "MSGS/S", "BATCHES/S", "MESSAGES", "NACKS", "TRAPS", "RESTARTS", "DEAD"
-    ));
-    for row in &reading.rows {
-        let rate = rates.of(&row.key);
-        lines.push(format!(
-            "{:<key_width$} {:<6} {:<tenant_width$} {:<11} {:>10} {:>9} {:>12} {:>7} {:>6} {:>8} {:>6}  {}",
-            row.key,
-            row.role,
-            row.tenant.as_deref().unwrap_or("-"),
-            row.phase,
-            per_second(rate.map(|r| r.messages)),
-            per_second(rate.map(|r| r.batches)),
-            row.messages,
-            row.nacks,
-            row.traps,
-            row.restarts,
-            row.dead_lettered,
-            one_line(row.last_error.as_deref().unwrap_or("")),
-        ));
-    }
-    let mut screen = String::new();
-    for line in lines {
-        screen.push_str(&truncate(&line, width));
-        screen.push('\n');
-    }
-    screen
-}
-
-/// The width of a column headed `title` holding `values`.
-fn column_width<'a>(title: &str, values: impl Iterator<Item = &'a str>) -> usize {
-    values.map(|v| v.chars().count()).chain([title.len()]).max().unwrap_or(0)
-}
-
-/// A rate, or `-` before there is one.
-fn per_second(rate: Option<f64>) -> String {
-    rate.map_or_else(|| "-".to_string(), |r| format!("{r:.1}"))
-}
-
-/// `text` on one line: an error may hold line breaks.
-fn one_line(text: &str) -> String {
-    text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect()
-}
-
-/// `line` cut to `width` characters, ending in `…` when something was cut.
-fn truncate(line: &str, width: usize) -> String {
-    if line.chars().count() <= width {
-        return line.to_string();
-    }
-    let mut cut: String = line.chars().take(width.saturating_sub(1)).collect();
-    cut.push('…');
-    cut
-}
-
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use ferry_engine::status::ConnectorStatus;
 
-    fn row(key: &str, messages: u64, batches: u64) -> Row {
+    pub(super) fn row(key: &str, messages: u64, batches: u64) -> Row {
         Row { key: key.into(), role: "source".into(), phase: "running".into(), messages, batches, ..Row::default() }
     }
 
-    fn reading(at_micros: u64, rows: Vec<Row>) -> Reading {
+    pub(super) fn reading(at_micros: u64, rows: Vec<Row>) -> Reading {
         Reading { at_micros, pid: 7, state: "running".into(), rows }
     }
 
@@ -451,54 +404,5 @@ mod tests {
         assert_eq!((from_file.state.as_str(), from_file.at_micros), ("stopped cleanly", 6));
         let out = &from_file.rows[0];
         assert_eq!((out.phase.as_str(), out.restarts, out.messages, out.traps), ("failed", 2, 40, 2));
-    }
-
-    #[test]
-    fn lines_are_cut_to_the_width_by_characters() {
-        assert_eq!(truncate("short", 10), "short");
-        assert_eq!(truncate("exactly10!", 10), "exactly10!");
-        assert_eq!(truncate("a line that is too long", 10), "a line th…");
-        assert_eq!(truncate("ééééé", 3), "éé…", "cut between characters, not bytes");
-        assert_eq!(one_line("trapped:\nwasm backtrace\tat 0"), "trapped: wasm backtrace at 0");
-    }
-
-    #[test]
-    fn the_table_shows_each_connector_its_rates_and_the_totals() {
-        let mut failing = row("trapper", 10, 2);
-        failing.phase = "failed".into();
-        failing.traps = 3;
-        failing.restarts = 2;
-        failing.last_error = Some("the guest trapped in `poll`: unreachable\nbacktrace".into());
-        let mut tracker = Rates::default();
-        tracker.observe(&reading(1_000_000, vec![row("feed", 100, 10), failing.clone()]), 1_000_000);
-        let first = render(
-            &reading(1_000_000, vec![row("feed", 100, 10), failing.clone()]),
-            &tracker,
-            "from the status file s",
-            Duration::from_millis(500),
-            UNKNOWN_WIDTH,
-        );
-        let lines: Vec<&str> = first.lines().collect();
-        assert!(lines[0].starts_with("ferry pid 7: running; from the status file s, as of "), "{first}");
-        assert!(lines[0].ends_with("(every 500ms)"), "{first}");
-        assert_eq!(
-            lines[1],
-            "2 connectors, 1 running or idle; - msgs/s; 110 messages, 0 NACKs, 3 traps, 0 dead-lettered"
-        );
-        let columns = |line: &str| line.split_whitespace().map(str::to_string).collect::<Vec<_>>();
-        assert_eq!(columns(lines[2])[..5], ["KEY", "ROLE", "TENANT", "PHASE", "MSGS/S"]);
-        assert_eq!(columns(lines[3]), ["feed", "source", "-", "running", "-", "-", "100", "0", "0", "0", "0"]);
-        assert_eq!(columns(lines[4])[..11], ["trapper", "source", "-", "failed", "-", "-", "10", "0", "3", "2", "0"]);
-        assert!(lines[4].ends_with("the guest trapped in `poll`: unreachable backtrace"), "{first}");
-
-        let later = reading(3_000_000, vec![row("feed", 300, 14), failing]);
-        tracker.observe(&later, 3_000_000);
-        let second = render(&later, &tracker, "from the API at http://x", Duration::from_secs(1), 60);
-        let lines: Vec<&str> = second.lines().collect();
-        assert!(lines[1].contains("; 100.0 msgs/s; 310 messages"), "{second}");
-        assert_eq!(columns(lines[3])[4..6], ["100.0", "2.0"]);
-        assert_eq!(columns(lines[4])[4..6], ["0.0", "0.0"]);
-        assert!(lines.iter().all(|l| l.chars().count() <= 60), "every line fits the width:\n{second}");
-        assert!(lines[4].ends_with('…'), "the error is cut: {second}");
     }
 }

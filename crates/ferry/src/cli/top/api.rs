@@ -1,27 +1,32 @@
 //! How `ferry top` reads the HTTP API of the ferry it watches: one `GET /stats` per
 //! refresh, with the config's API key, over HTTPS when `[http] tls` is set.
 //!
-//! The client is a few lines over a blocking socket rather than an HTTP library: it
-//! asks one fixed question of a server it knows (ferry's own API), once a second.
+//! The requests are reqwest's (blocking: top is a loop on one thread). Over HTTPS the
+//! only certificate trusted is the one the ferry serves (its `tls.cert_file`), checked
+//! for the name `localhost` when the API listens on loopback.
 
-use std::io::{ErrorKind, Read, Write};
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, TcpStream, ToSocketAddrs};
-use std::sync::Arc;
+use std::io::Read as _;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
-use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
-use rustls_pki_types::ServerName;
+use reqwest::StatusCode;
+use reqwest::blocking::Client;
+use reqwest::header::{HeaderMap, HeaderValue};
 use serde::Deserialize;
 
 use ferry_api::{API_KEY_HEADER, certificate_chain};
 use ferry_config::HttpConfig;
 use ferry_contract::settings::split_host_port;
 
-/// How long connecting, and then each read, may take: the API answers at once.
-const TIMEOUT: Duration = Duration::from_secs(3);
+/// How long connecting, and then the whole request, may take: the API answers at once.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+const TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The most of an answer read: `/stats` of a few hundred connectors is far less.
 const MAX_ANSWER_BYTES: u64 = 16 * 1024 * 1024;
+
+/// The most characters of an error's body put in a message.
+const MAX_SHOWN_CHARS: usize = 300;
 
 /// Why the API gave no figures.
 #[derive(Debug)]
@@ -34,12 +39,13 @@ pub(super) enum ApiError {
 
 /// The API of a ferry, as its `[http]` says where it is.
 pub(super) struct ApiClient {
-    /// Where to connect (`host:port`).
-    connect_to: String,
-    /// What to show, `http://...` or `https://...`.
+    /// What to show, `http://host:port` or `https://host:port`.
     pub url: String,
-    key: Option<String>,
-    tls: Option<(Arc<ClientConfig>, ServerName<'static>)>,
+    /// What is asked: `url`'s `/stats`, or over TLS on loopback `localhost`'s (which
+    /// the client resolves to the loopback address), so that the certificate is
+    /// checked for that name.
+    stats_url: String,
+    client: Client,
 }
 
 /// `/stats`: the figures `ferry top` shows.
@@ -85,73 +91,71 @@ impl ApiClient {
     pub fn new(http: &HttpConfig) -> Result<ApiClient, String> {
         let (host, port) = split_host_port(&http.address).map_err(|p| format!("[http] address: {p}"))?;
         let host = reachable(host);
-        let connect_to = match host.parse::<Ipv6Addr>() {
+        let authority = match host.parse::<Ipv6Addr>() {
             Ok(_) => format!("[{host}]:{port}"),
             Err(_) => format!("{host}:{port}"),
         };
-        let key = http.read_api_key()?;
-        let tls = match &http.tls {
-            None => None,
+        let mut headers = HeaderMap::new();
+        if let Some(key) = http.read_api_key()? {
+            let mut value = HeaderValue::from_str(&key).map_err(
+                |_| "[http] api_key: it is not a valid header value (a line break, or a control character?)",
+            )?;
+            value.set_sensitive(true);
+            headers.insert(API_KEY_HEADER, value);
+        }
+        let builder = Client::builder()
+            .connect_timeout(CONNECT_TIMEOUT)
+            .timeout(TIMEOUT)
+            // The API is the ferry's own, where the config says: never through a proxy.
+            .no_proxy()
+            .default_headers(headers);
+        let (url, stats_url, builder) = match &http.tls {
+            None => {
+                let url = format!("http://{authority}");
+                (url.clone(), format!("{url}/stats"), builder)
+            }
             Some(tls) => {
-                let mut roots = RootCertStore::empty();
-                for certificate in certificate_chain(tls)? {
-                    roots.add(certificate).map_err(|e| format!("[http] tls.cert_file: cannot trust it: {e}"))?;
+                let certificates = certificate_chain(tls)?
+                    .iter()
+                    .map(|der| reqwest::Certificate::from_der(der))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| format!("[http] tls.cert_file: {}: cannot trust it: {e}", tls.cert_file.display()))?;
+                let builder = builder.tls_certs_only(certificates);
+                let url = format!("https://{authority}");
+                match loopback(&host, port) {
+                    // Asked as `localhost`, connected to the loopback address.
+                    Some(address) => {
+                        (url, format!("https://localhost:{port}/stats"), builder.resolve("localhost", address))
+                    }
+                    None => (url.clone(), format!("{url}/stats"), builder),
                 }
-                let provider = Arc::new(rustls::crypto::ring::default_provider());
-                let config = ClientConfig::builder_with_provider(provider)
-                    .with_safe_default_protocol_versions()
-                    .map_err(|e| format!("[http] tls: {e}"))?
-                    .with_root_certificates(roots)
-                    .with_no_client_auth();
-                Some((Arc::new(config), server_name(&host)?))
             }
         };
-        let scheme = if tls.is_some() { "https" } else { "http" };
-        Ok(ApiClient { url: format!("{scheme}://{connect_to}"), connect_to, key, tls })
+        let client = builder.build().map_err(|e| format!("cannot make an HTTP client for {url}: {}", described(&e)))?;
+        Ok(ApiClient { url, stats_url, client })
     }
 
     /// `GET /stats`.
     pub fn stats(&self) -> Result<Stats, ApiError> {
-        let unavailable = |problem: String| ApiError::Unavailable(problem);
-        let answer = self.get("/stats").map_err(|e| unavailable(e.to_string()))?;
-        match answer.status {
-            200 => serde_json::from_str(&answer.body)
+        let unavailable = ApiError::Unavailable;
+        let response = self.client.get(&self.stats_url).send().map_err(|e| unavailable(described(&e)))?;
+        let status = response.status();
+        let mut body = String::new();
+        response
+            .take(MAX_ANSWER_BYTES)
+            .read_to_string(&mut body)
+            .map_err(|e| unavailable(format!("GET /stats: reading the answer: {e}")))?;
+        match status {
+            StatusCode::OK => serde_json::from_str(&body)
                 .map_err(|e| unavailable(format!("GET /stats answered what is not ferry's /stats: {e}"))),
-            401 => Err(ApiError::Unauthorized(format!(
+            StatusCode::UNAUTHORIZED => Err(ApiError::Unauthorized(format!(
                 "the API at {} refused the key of [http] api_key (401: {}): is it the key this ferry was started \
                  with?",
                 self.url,
-                answer.body.trim()
+                shown(&body)
             ))),
-            status => Err(unavailable(format!("GET /stats answered {status}: {}", answer.body.trim()))),
+            status => Err(unavailable(format!("GET /stats answered {}: {}", status.as_u16(), shown(&body)))),
         }
-    }
-
-    fn get(&self, path: &str) -> std::io::Result<Answer> {
-        let address = self
-            .connect_to
-            .to_socket_addrs()?
-            .next()
-            .ok_or_else(|| std::io::Error::other(format!("{} resolves to no address", self.connect_to)))?;
-        let stream = TcpStream::connect_timeout(&address, TIMEOUT)?;
-        stream.set_read_timeout(Some(TIMEOUT))?;
-        stream.set_write_timeout(Some(TIMEOUT))?;
-        // HTTP/1.0: the server closes the connection after its answer and sends the
-        // body whole (never chunked), so reading to the end is reading the answer.
-        let mut request = format!("GET {path} HTTP/1.0\r\nHost: {}\r\n", self.connect_to);
-        if let Some(key) = &self.key {
-            request.push_str(&format!("{API_KEY_HEADER}: {key}\r\n"));
-        }
-        request.push_str("\r\n");
-        let raw = match &self.tls {
-            None => exchange(stream, &request)?,
-            Some((config, name)) => {
-                let connection = ClientConnection::new(config.clone(), name.clone()).map_err(std::io::Error::other)?;
-                exchange(StreamOwned::new(connection, stream), &request)?
-            }
-        };
-        Answer::parse(&raw)
-            .ok_or_else(|| std::io::Error::other(format!("not an HTTP answer: {:.200}", String::from_utf8_lossy(&raw))))
     }
 }
 
@@ -165,52 +169,42 @@ fn reachable(host: &str) -> String {
     }
 }
 
-/// The name the certificate must be valid for. On loopback it is `localhost`: that
-/// is what a certificate for a local API names, and the certificate trusted is the
-/// one this ferry serves (its `cert_file`), so the name adds nothing there.
-fn server_name(host: &str) -> Result<ServerName<'static>, String> {
-    let loopback = host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback());
-    let name = if loopback { "localhost" } else { host };
-    ServerName::try_from(name.to_string()).map_err(|e| format!("[http] address: {name:?} is not a server name: {e}"))
+/// The loopback address `host` is, with `port`. On loopback the certificate is
+/// checked for `localhost`: that is what a certificate for a local API names, and the
+/// certificate trusted is the one this ferry serves, so the name adds nothing there.
+fn loopback(host: &str, port: u16) -> Option<SocketAddr> {
+    let ip = host.parse::<IpAddr>().ok().filter(IpAddr::is_loopback)?;
+    (ip, port).to_socket_addrs().ok()?.next()
 }
 
-/// Send `request` and read until the server closes the connection.
-fn exchange(mut stream: impl Read + Write, request: &str) -> std::io::Result<Vec<u8>> {
-    stream.write_all(request.as_bytes())?;
-    stream.flush()?;
-    let mut raw = Vec::new();
-    match stream.take(MAX_ANSWER_BYTES).read_to_end(&mut raw) {
-        Ok(_) => Ok(raw),
-        // A TLS server that closes without its close_notify has still answered whole
-        // (HTTP/1.0 ends the body at the close).
-        Err(e) if e.kind() == ErrorKind::UnexpectedEof && !raw.is_empty() => Ok(raw),
-        Err(e) => Err(e),
+/// An error body as it goes into a message: on one line, cut.
+fn shown(body: &str) -> String {
+    let line: String = body.trim().chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+    match line.char_indices().nth(MAX_SHOWN_CHARS) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line,
     }
 }
 
-/// An HTTP answer: its status and body.
-#[derive(Debug, PartialEq)]
-struct Answer {
-    status: u16,
-    body: String,
-}
-
-impl Answer {
-    fn parse(raw: &[u8]) -> Option<Answer> {
-        let text = String::from_utf8_lossy(raw);
-        let (head, body) = text.split_once("\r\n\r\n")?;
-        let status_line = head.lines().next()?;
-        if !status_line.starts_with("HTTP/") {
-            return None;
-        }
-        let status = status_line.split_whitespace().nth(1)?.parse().ok()?;
-        Some(Answer { status, body: body.to_string() })
+/// reqwest's message with its causes (`error sending request for url (...): ...:
+/// Connection refused`).
+fn described(error: &reqwest::Error) -> String {
+    let mut problem = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        problem.push_str(&format!(": {cause}"));
+        source = cause.source();
     }
+    problem
 }
 
 #[cfg(test)]
 mod tests {
+    use std::io::{Read as _, Write as _};
     use std::net::TcpListener;
+
+    use ferry_config::HttpTls;
+    use ferry_contract::settings::SecretSource;
 
     use super::*;
 
@@ -233,21 +227,36 @@ mod tests {
         (address, server)
     }
 
+    fn http(address: &str) -> HttpConfig {
+        toml::from_str(&format!("address = {address:?}")).unwrap()
+    }
+
+    /// The client of the API at `address`, sending `key` (read from a file, as a
+    /// config's `api_key = { file = ... }` is).
     fn client(address: &str, key: Option<&str>) -> ApiClient {
-        ApiClient { connect_to: address.into(), url: format!("http://{address}"), key: key.map(Into::into), tls: None }
+        let mut http = http(address);
+        let dir = tempfile::tempdir().unwrap();
+        if let Some(key) = key {
+            let file = dir.path().join("api-key");
+            std::fs::write(&file, format!("{key}\n")).unwrap();
+            http.api_key = Some(SecretSource::File(file));
+        }
+        ApiClient::new(&http).unwrap()
     }
 
     #[test]
     fn reads_stats_sending_the_key() {
         let (address, server) = serve_once(
-            "HTTP/1.0 200 OK\r\ncontent-type: application/json\r\n\r\n{\"process_id\": 42, \"connectors\": [\
-             {\"key\": \"feed\", \"connector_type\": \"source\", \"status\": \"running\", \"batches\": 3, \
-             \"messages_sent\": 15, \"traps\": 1}]}",
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n{\"process_id\": 42, \
+             \"connectors\": [{\"key\": \"feed\", \"connector_type\": \"source\", \"status\": \"running\", \
+             \"batches\": 3, \"messages_sent\": 15, \"traps\": 1}]}",
         );
-        let stats = client(&address, Some("k3y")).stats().unwrap();
+        let api = client(&address, Some("k3y"));
+        assert_eq!(api.url, format!("http://{address}"));
+        let stats = api.stats().unwrap();
         let request = server.join().unwrap();
-        assert!(request.starts_with("GET /stats HTTP/1.0\r\n"), "{request}");
-        assert!(request.contains("\r\napi-key: k3y\r\n"), "{request}");
+        assert!(request.starts_with("GET /stats HTTP/1.1\r\n"), "{request}");
+        assert!(request.to_ascii_lowercase().contains("\r\napi-key: k3y\r\n"), "{request}");
         assert_eq!(stats.process_id, 42);
         let feed = &stats.connectors[0];
         assert_eq!((feed.key.as_str(), feed.status.as_str()), ("feed", "running"));
@@ -257,12 +266,13 @@ mod tests {
     #[test]
     fn a_refused_key_is_named_as_such() {
         let (address, server) = serve_once(
-            "HTTP/1.0 401 Unauthorized\r\n\r\n{\"error\": \"the `api-key` header does not hold the API key\"}",
+            "HTTP/1.1 401 Unauthorized\r\nconnection: close\r\n\r\n{\"error\": \"the `api-key` header does not \
+             hold the API key\"}",
         );
         let error = client(&address, Some("wrong")).stats().unwrap_err();
         server.join().unwrap();
         let ApiError::Unauthorized(message) = error else { panic!("not a refusal: {error:?}") };
-        assert!(message.contains("refused the key of [http] api_key (401"), "{message}");
+        assert!(message.contains(&format!("the API at http://{address} refused the key of [http] api_key (401")));
         assert!(message.contains("does not hold the API key"), "the server's word is passed on: {message}");
         assert!(!message.contains("wrong"), "the key itself is never shown: {message}");
     }
@@ -271,18 +281,25 @@ mod tests {
     fn no_server_or_another_server_is_unavailable() {
         // A port nothing listens on: bind one, then free it.
         let address = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().to_string();
-        assert!(matches!(client(&address, None).stats(), Err(ApiError::Unavailable(_))));
+        let error = client(&address, None).stats().unwrap_err();
+        let ApiError::Unavailable(message) = error else { panic!("{error:?}") };
+        assert!(message.contains(&format!("http://{address}/stats")), "the URL is named: {message}");
 
-        let (address, server) = serve_once("HTTP/1.0 404 Not Found\r\n\r\nno such page");
+        let (address, server) = serve_once("HTTP/1.1 404 Not Found\r\nconnection: close\r\n\r\nno such\npage");
         let error = client(&address, None).stats().unwrap_err();
         server.join().unwrap();
         let ApiError::Unavailable(message) = error else { panic!("{error:?}") };
         assert!(message.contains("answered 404: no such page"), "{message}");
 
-        let (address, server) = serve_once("HTTP/1.0 200 OK\r\n\r\n<html>hello</html>");
+        let (address, server) = serve_once("HTTP/1.1 200 OK\r\nconnection: close\r\n\r\n<html>hello</html>");
         let error = client(&address, None).stats().unwrap_err();
         server.join().unwrap();
         assert!(matches!(&error, ApiError::Unavailable(m) if m.contains("not ferry's /stats")), "{error:?}");
+
+        let (address, server) = serve_once("SSH-2.0-OpenSSH\r\n\r\n");
+        let error = client(&address, None).stats().unwrap_err();
+        server.join().unwrap();
+        assert!(matches!(&error, ApiError::Unavailable(_)), "{error:?}");
     }
 
     #[test]
@@ -290,17 +307,29 @@ mod tests {
         assert_eq!(reachable("0.0.0.0"), "127.0.0.1");
         assert_eq!(reachable("::"), "::1");
         assert_eq!(reachable("api.example"), "api.example");
-        assert_eq!(server_name("127.0.0.1").unwrap(), ServerName::try_from("localhost").unwrap());
-        assert_eq!(server_name("api.example").unwrap(), ServerName::try_from("api.example").unwrap());
+        assert_eq!(loopback("127.0.0.1", 80), Some("127.0.0.1:80".parse().unwrap()));
+        assert_eq!(loopback("::1", 80), Some("[::1]:80".parse().unwrap()));
+        assert_eq!(loopback("api.example", 80), None);
+        assert_eq!(loopback("192.0.2.1", 80), None);
     }
 
     #[test]
-    fn answers_are_parsed_or_refused() {
-        assert_eq!(
-            Answer::parse(b"HTTP/1.1 200 OK\r\na: b\r\n\r\n{}"),
-            Some(Answer { status: 200, body: "{}".into() })
-        );
-        assert_eq!(Answer::parse(b"SSH-2.0-OpenSSH\r\n\r\n"), None);
-        assert_eq!(Answer::parse(b"HTTP/1.1 200 OK\r\n"), None, "no end of the head");
+    fn a_certificate_that_cannot_be_read_names_its_key_and_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let cert = dir.path().join("cert.pem");
+        std::fs::write(&cert, "not a certificate").unwrap();
+        let mut http = http("127.0.0.1:1");
+        http.tls = Some(HttpTls { cert_file: cert.clone(), key_file: dir.path().join("key.pem") });
+        let Err(problem) = ApiClient::new(&http) else { panic!("a file without a certificate was trusted") };
+        assert!(problem.contains("[http] tls.cert_file") && problem.contains(&cert.display().to_string()), "{problem}");
+    }
+
+    #[test]
+    fn error_bodies_are_shown_on_one_line_and_cut() {
+        assert_eq!(shown("  a\nb\t \n"), "a b");
+        let long = "é".repeat(MAX_SHOWN_CHARS + 10);
+        let cut = shown(&long);
+        assert_eq!(cut.chars().count(), MAX_SHOWN_CHARS + 1);
+        assert!(cut.ends_with('…'));
     }
 }
