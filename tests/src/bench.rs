@@ -137,18 +137,21 @@ pub async fn time_source(runtime: &Arc<Runtime>, connector: SourceConnector) -> 
 }
 
 /// The stages of the source loop, in order.
-const SOURCE_STAGES: [Stage; 4] = [Stage::Poll, Stage::Deliver, Stage::StateSave, Stage::Ack];
+const SOURCE_STAGES: [Stage; 6] =
+    [Stage::Poll, Stage::Deliver, Stage::IggySend, Stage::StateSave, Stage::Ack, Stage::Total];
 
 /// The stages of the sink loop, in order (`poll` is the read from its input).
-const SINK_STAGES: [Stage; 4] = [Stage::Poll, Stage::Write, Stage::DeadLetters, Stage::StateSave];
+const SINK_STAGES: [Stage; 5] = [Stage::Poll, Stage::Write, Stage::DeadLetters, Stage::StateSave, Stage::Total];
 
 /// With `FERRY_BENCH_STAGES` set: the mean time of each of `order`'s stages over the
 /// timed batches (those after the first), to see where a batch's time goes.
-fn print_stages(key: &str, order: &[Stage; 4], at_start: &[HistogramSnapshot; 4], stages: &StageTimes) {
+fn print_stages(key: &str, order: &[Stage], at_start: &[HistogramSnapshot], stages: &StageTimes) {
     if std::env::var_os("FERRY_BENCH_STAGES").is_none() {
         return;
     }
-    let means = order.iter().zip(at_start).map(|(stage, before)| {
+    // A stage it never went through (`deliver` or `iggy_send`) is left out.
+    let went_through = |(stage, before): &(&Stage, &HistogramSnapshot)| stages.snapshot(**stage).count > before.count;
+    let means = order.iter().zip(at_start).filter(went_through).map(|(stage, before)| {
         let now = stages.snapshot(*stage);
         let count = now.count.saturating_sub(before.count).max(1);
         format!("{} {:.1}", stage.as_str(), (now.sum_seconds - before.sum_seconds) * 1e6 / count as f64)

@@ -38,6 +38,7 @@ pub fn quick_settings() -> SourceSettings {
         nack_backoff: BackoffConfig { initial: ms(5), max: ms(20) },
         restart_backoff: BackoffConfig { initial: ms(20), max: ms(100) },
         verbose: false,
+        benchmark: false,
     }
 }
 
@@ -53,6 +54,7 @@ pub fn quick_sink_settings() -> SinkSettings {
         retry_backoff: source.nack_backoff,
         restart_backoff: source.restart_backoff,
         verbose: source.verbose,
+        benchmark: source.benchmark,
     }
 }
 

@@ -185,7 +185,7 @@ limits = {{ max_messages_per_batch = 20 }}
     assert_eq!(sample_of(m, "iggy_connector_messages_produced_total", "steady", &source), 100.0);
     assert_eq!(sample_of(m, "iggy_connector_errors_total", "steady", &[]), 0.0);
     assert_eq!(sample_of(m, "ferry_connector_committed_generation", "steady", &[]), 20.0);
-    for stage in ["deliver", "state_save", "ack"] {
+    for stage in ["deliver", "state_save", "ack", "total"] {
         let count = sample_of(m, "iggy_connector_stage_duration_seconds_count", "steady", &[("stage", stage)]);
         assert_eq!(count, 20.0, "stage {stage}: one per batch");
         let all =

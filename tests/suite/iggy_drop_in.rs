@@ -29,6 +29,7 @@ version = {version}
 name = "Random source"
 path = "target/release/libiggy_connector_random_source"
 plugin_config_format = "json"
+benchmark = true
 
 [[streams]]
 stream = "example_stream"
@@ -191,6 +192,19 @@ fn an_iggy_runtime_directory_runs_unchanged_and_prints_as_the_ferry_config_it_me
     let transforms = get(&api, "/sinks/archive/transforms", &[]).unwrap().json();
     let types: Vec<&str> = transforms.as_array().unwrap().iter().map(|t| t["type"].as_str().unwrap()).collect();
     assert_eq!(types, ["update_fields", "filter_fields"], "in the order written, the disabled one left out");
+    // Iggy's stage names: the source's delivery to Iggy is `iggy_send`, its transforms
+    // `prepare`, a whole batch `total`.
+    let metrics = get(&api, "/metrics", &[]).unwrap().body;
+    for stage in ["iggy_send", "prepare", "state_save", "total"] {
+        let count = crate::http_api::sample_of(
+            &metrics,
+            "iggy_connector_stage_duration_seconds_count",
+            "random",
+            &[("stage", stage)],
+        );
+        assert!(count > 0.0, "{stage}: {count}");
+    }
+    assert!(!metrics.contains("stage=\"deliver\""), "the local log is not used:\n{metrics}");
 
     run.signal(Signal::SIGTERM);
     assert!(run.wait().success(), "{}", run.log());
@@ -201,6 +215,23 @@ fn an_iggy_runtime_directory_runs_unchanged_and_prints_as_the_ferry_config_it_me
         |key: &str, what: &str| log.lines().any(|l| l.contains(" INFO ") && l.contains(key) && l.contains(what));
     assert!(settled("key=archive", "batch written, offset stored"), "{log}");
     assert!(!settled("key=random", "batch delivered, cursor committed"), "{log}");
+    // The source has Iggy's `benchmark`: a line per batch with its stage times, on
+    // Iggy's target; the sink has not.
+    let benchmark: Vec<&str> = log.lines().filter(|l| l.contains("iggy_connectors::benchmark")).collect();
+    assert!(!benchmark.is_empty(), "{log}");
+    for line in &benchmark {
+        for field in
+            ["connector_type=\"source\"", "connector_key=\"random\"", "sent_count=", "iggy_send_us=", "total_us="]
+        {
+            assert!(line.contains(field), "{field} in {line}");
+        }
+        assert!(!line.contains("deliver_us="), "{line}");
+    }
+    let sent: u64 = benchmark
+        .iter()
+        .map(|line| line.split("sent_count=").nth(1).unwrap().split(' ').next().unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(sent, COUNT, "one line per batch, every record in one of them");
 
     // Version 1 ran (version 0 stops at 50); every record reached Iggy and the sink once.
     let delivered = runtime.block_on(server.read_all("example_stream", "example_topic"));

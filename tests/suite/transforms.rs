@@ -56,6 +56,7 @@ poll_interval = "2ms"
 nack_backoff = {{ initial = "1ms", max = "5ms" }}
 streams = [{{ stream = "demo", topic = "feed" }}]
 plugin_config = {{ max_count = {COUNT}, messages_per_batch = 4 }}
+benchmark = true
 
 # A field transform, then a component: multiples of 3 dropped; the batch holding
 # seq 100 refused twice; every instance traps on its 7th call.
@@ -77,6 +78,7 @@ retry_backoff = {{ initial = "1ms", max = "5ms" }}
 streams = [{{ stream = "demo", topics = ["feed"] }}]
 grants = {{ dirs = [{{ host = "archive-out", guest = "/out", writable = true }}] }}
 plugin_config = {{ directory = "/out" }}
+benchmark = true
 
 # One record a batch: a multiple of 5 is a batch dropped whole.
 [sinks.transforms.fifths]
@@ -127,6 +129,31 @@ plugin_config = {{ drop_multiples_of = 5, tag = "sunk" }}
     assert_eq!(archive.messages_filtered, fifths, "the sink's multiples of 5 among what it read");
     assert_eq!(archive.messages_delivered, expected.len() as u64);
     assert!(feed.nacks >= 3, "two refusals and at least one trap NACKed: {feed:?}");
+    // Iggy's `benchmark`: a line per settled batch, its records counted with those
+    // its transforms dropped, and the time of each stage it went through.
+    let lines = |kind: &str| -> Vec<String> {
+        let marker = format!("connector_type=\"{kind}\"");
+        log.lines()
+            .filter(|l| l.contains("iggy_connectors::benchmark") && l.contains(&marker))
+            .map(str::to_string)
+            .collect()
+    };
+    let field = |line: &str, name: &str| -> u64 {
+        let value = line.split(&format!(" {name}=")).nth(1).unwrap_or_else(|| panic!("{name} in {line}"));
+        value.split(' ').next().unwrap().parse().unwrap()
+    };
+    let (sources, sinks) = (lines("source"), lines("sink"));
+    assert_eq!(sources.iter().map(|l| field(l, "batch_size")).sum::<u64>(), COUNT, "{sources:?}");
+    assert_eq!(sources.iter().map(|l| field(l, "sent_count")).sum::<u64>(), feed.messages_delivered);
+    assert!(sources.iter().all(|l| {
+        ["prepare_us", "deliver_us", "state_save_us", "total_us"].iter().all(|f| l.contains(&format!(" {f}=")))
+    }));
+    assert_eq!(sinks.len() as u64, seqs.len() as u64, "one line per record read: batch_length = 1");
+    assert_eq!(sinks.iter().map(|l| field(l, "processed_count")).sum::<u64>(), expected.len() as u64);
+    let dropped_whole = sinks.iter().filter(|l| field(l, "processed_count") == 0).collect::<Vec<_>>();
+    assert_eq!(dropped_whole.len() as u64, fifths, "a batch dropped whole is settled, and said");
+    assert!(dropped_whole.iter().all(|l| !l.contains(" write_us=")), "not written: {dropped_whole:?}");
+
     let positions = crate::process::Site::states(&site).read("archive").unwrap().expect("the sink's positions");
     let stored = ferry_tests::records::positions(&positions.state);
     assert_eq!(stored.values().copied().max(), Some(seqs.len() as u64), "the offset past every record read");

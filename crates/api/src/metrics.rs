@@ -12,9 +12,10 @@
 //! * `iggy_connector_messages_filtered_total`: records a connector's transforms
 //!   dropped (settled, not delivered or written);
 //! * `iggy_connector_errors_total`: NACKs (retries), guest errors and traps;
-//! * `iggy_connector_stage_duration_seconds{stage}`: `poll`, `transform`,
-//!   `deliver`, `state_save`, `ack` (a source), `poll`, `transform`, `write`,
-//!   `dead_letters`, `state_save` (a sink);
+//! * `iggy_connector_stage_duration_seconds{stage}`: `poll`, `prepare` (its
+//!   transforms), `deliver` (to the local log) or `iggy_send`, `state_save`, `ack`,
+//!   `total` (a source), `poll`, `prepare`, `write`, `dead_letters`, `state_save`,
+//!   `total` (a sink);
 //!
 //! and Ferry's own, `ferry_connector_*`: NACKs by `reason`, traps, guest errors,
 //! restarts, the committed generation, guest log lines dropped, dead-lettered
@@ -225,8 +226,8 @@ impl Collector for BoardCollector {
         )?;
         for row in &rows {
             let Some(meters) = &row.meters else { continue };
-            for stage in stages_of(row) {
-                let snapshot = meters.stages.snapshot(*stage);
+            for stage in stages_of(row, meters) {
+                let snapshot = meters.stages.snapshot(stage);
                 let labels = row.with("stage", stage.as_str());
                 histogram.encode_family(&labels)?.encode_histogram::<NoLabelSet>(
                     snapshot.sum_seconds,
@@ -255,12 +256,16 @@ impl Collector for BoardCollector {
     }
 }
 
-/// The stages a connector of this role goes through.
-fn stages_of(row: &Row) -> &'static [Stage] {
+/// The stages a connector of this role goes through. A source delivers either to
+/// the local log (`deliver`) or to Iggy (Iggy's `iggy_send`): the one it has timed,
+/// `deliver` before its first delivery.
+fn stages_of(row: &Row, meters: &Meters) -> Vec<Stage> {
     if row.is(Role::Source) {
-        &[Stage::Poll, Stage::Transform, Stage::Deliver, Stage::StateSave, Stage::Ack]
+        let to_iggy = meters.stages.snapshot(Stage::IggySend).count > 0;
+        let delivery = if to_iggy { Stage::IggySend } else { Stage::Deliver };
+        vec![Stage::Poll, Stage::Transform, delivery, Stage::StateSave, Stage::Ack, Stage::Total]
     } else {
-        &[Stage::Poll, Stage::Transform, Stage::Write, Stage::DeadLetters, Stage::StateSave]
+        vec![Stage::Poll, Stage::Transform, Stage::Write, Stage::DeadLetters, Stage::StateSave, Stage::Total]
     }
 }
 

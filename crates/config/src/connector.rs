@@ -74,6 +74,10 @@ macro_rules! connector_config {
             /// Log each batch it settles at info level, not debug (Iggy's `verbose`).
             #[serde(default)]
             pub verbose: bool,
+            /// Log one line per settled batch with its stage times, on the target
+            /// `iggy_connectors::benchmark` (Iggy's `benchmark`).
+            #[serde(default)]
+            pub benchmark: bool,
             /// Changes to each record (Iggy's field transforms, and transform
             /// components), in the order written: after the guest, for a source;
             /// before it, for a sink.

@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+use crate::status::Stage;
 use ferry_config::StreamConfig;
 use ferry_contract::Message;
 
@@ -104,4 +105,10 @@ pub trait Target: Send + Sync {
     /// the batch, so that one handing the payloads on to a client of its own (Iggy's)
     /// moves them instead of sharing each one for the length of a send.
     async fn deliver(&self, delivery: Delivery) -> Result<Receipt, DeliveryError>;
+
+    /// The stage its deliveries are timed as: [`Stage::Deliver`], or Iggy's
+    /// `iggy_send` for an Iggy server.
+    fn stage(&self) -> Stage {
+        Stage::Deliver
+    }
 }

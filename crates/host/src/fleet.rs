@@ -154,8 +154,10 @@ impl Fleet {
             .reporter
             .get_or_insert_with(|| board.reporter(&slot.key, slot.role, wired.name(), wired.tenant()))
             .clone();
-        // Kept across reloads: the instance starting now follows its config's `verbose`.
+        // Kept across reloads: the instance starting now follows its config's `verbose`
+        // and `benchmark`.
         reporter.set_verbose(wired.verbose());
+        reporter.set_benchmark(wired.benchmark());
         let (stop, shutdown) = shutdown::channel();
         let span = status::connector_span(&slot.key, wired.tenant());
         let supervisor = match wired {

@@ -111,6 +111,15 @@ impl Wired {
         }
     }
 
+    /// Whether each batch it settles is logged with its stage times (Iggy's
+    /// `benchmark`).
+    pub fn benchmark(&self) -> bool {
+        match self {
+            Wired::Source(source, _) => source.settings.benchmark,
+            Wired::Sink(sink, _) => sink.settings.benchmark,
+        }
+    }
+
     /// Its display name.
     pub fn name(&self) -> Option<String> {
         match self {

@@ -22,6 +22,7 @@ use super::topics::Topics;
 use ferry_config::{IggyConfig, StreamConfig};
 use ferry_contract::Message;
 use ferry_engine::delivery::{Delivery, DeliveryError, Receipt, Target};
+use ferry_engine::status::Stage;
 
 /// Delivers to one Iggy server over one connection shared by every connector.
 pub struct IggyTarget {
@@ -84,6 +85,10 @@ impl IggyTarget {
 
 #[async_trait]
 impl Target for IggyTarget {
+    fn stage(&self) -> Stage {
+        Stage::IggySend
+    }
+
     /// The receipt is empty: Iggy's offsets are the server's, not checked by ferry.
     async fn deliver(&self, delivery: Delivery) -> Result<Receipt, DeliveryError> {
         let live = self.connection.current().map_err(DeliveryError::Failed)?;

@@ -219,14 +219,7 @@ fn connector(origin: &str, table: toml::Table) -> Result<(Role, String, u64, Con
     let name = keys.required("name", name)?;
     let path = keys.string("path")?;
     let plugin_path = keys.required("path", path)?;
-    // `verbose` stays: ferry's connectors take it.
-    if keys.bool("benchmark")?.unwrap_or(false) {
-        return Err(not_yet(
-            keys.error("benchmark", "true"),
-            "per-batch stage timings in the log",
-            "set benchmark = false (the stage histograms are always at /metrics)",
-        ));
-    }
+    // `verbose` and `benchmark` stay: ferry's connectors take them.
     // `plugin_config_format` stays: the format the API shows plugin_config in.
     // `[transforms.*]` stays as it is: ferry's connectors take Iggy's transforms.
     let streams = match keys.take("streams") {

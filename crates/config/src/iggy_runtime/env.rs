@@ -50,7 +50,7 @@ const RUNTIME_KEYS: &[&str] = &[
 ];
 
 /// A connector file's keys that a variable may set.
-const CONNECTOR_KEYS: &[&str] = &["enabled", "name", "path", "version", "verbose", "plugin_config_format"];
+const CONNECTOR_KEYS: &[&str] = &["enabled", "name", "path", "version", "verbose", "benchmark", "plugin_config_format"];
 
 /// The keys of a `[[streams]]` entry that a variable may set.
 const STREAM_KEYS: &[&str] =

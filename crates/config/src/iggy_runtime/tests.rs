@@ -180,6 +180,11 @@ fn a_pinned_version_is_active_and_a_pin_to_no_version_is_refused() {
 fn what_ferry_cannot_honour_is_refused_naming_the_file_and_the_key() {
     let cases: [(&str, String, &[&str]); 8] = [
         (
+            "benchmark, not a boolean",
+            STDOUT.replace("version = 0", "version = 0\nbenchmark = \"yes\""),
+            &["stdout.toml: invalid type: string \"yes\", expected a boolean"],
+        ),
+        (
             "a converting transform",
             STDOUT.replace("[transforms.add_fields]\nenabled = false", "[transforms.avro_convert]\nenabled = true"),
             &["stdout.toml: transforms.avro_convert: converting between formats is not supported by ferry yet"],
@@ -196,7 +201,6 @@ fn what_ferry_cannot_honour_is_refused_naming_the_file_and_the_key() {
             format!("{}\n[[streams]]\nstream = \"b\"\ntopic = \"b\"\nschema = \"json\"\n", random(0, 1)),
             &["needs exactly one [[streams]] entry"],
         ),
-        ("benchmark", STDOUT.replace("version = 0", "version = 0\nbenchmark = true"), &["stdout.toml benchmark: true"]),
         (
             "a format Iggy has not",
             STDOUT.replace("version = 0", "version = 0\nplugin_config_format = \"xml\""),
@@ -351,4 +355,15 @@ fn every_version_of_a_connector_is_shown_as_iggys_api_shows_it() {
     std::fs::write(dir.path().join("ferry.toml"), "[[sources]]\nkey = \"a\"\npath = \"a.wasm\"\n").unwrap();
     let error = super::versions(&dir.path().join("ferry.toml"), Role::Source, "a", &[]).unwrap_err();
     assert!(error.contains("is a Ferry config, which holds one version of each connector"), "{error}");
+}
+
+#[test]
+fn iggys_benchmark_and_verbose_are_taken_as_ferrys_connectors_take_them() {
+    let file = STDOUT.replace("version = 0", "version = 0\nbenchmark = true\nverbose = true");
+    let (_dir, runtime) = site(&[("stdout.toml", &file), ("random.toml", &random(0, 1))]);
+    let config = load(&runtime).unwrap();
+    let stdout = config.sink("stdout").unwrap();
+    assert!(stdout.benchmark && stdout.verbose);
+    let random = config.source("random").unwrap();
+    assert!(!random.benchmark && !random.verbose, "both off unless written");
 }

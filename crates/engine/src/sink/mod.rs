@@ -57,6 +57,8 @@ pub struct SinkSettings {
     pub restart_backoff: BackoffConfig,
     /// Each batch logged at info level.
     pub verbose: bool,
+    /// A line per settled batch with its stage times (Iggy's `benchmark`).
+    pub benchmark: bool,
 }
 
 impl SinkSettings {
@@ -69,6 +71,7 @@ impl SinkSettings {
             retry_backoff: config.retry_backoff,
             restart_backoff: config.restart_backoff(),
             verbose: config.verbose(),
+            benchmark: config.benchmark,
         }
     }
 }

@@ -95,53 +95,58 @@ impl SinkLoop<'_> {
                 }
             };
 
-            // 2. Transform it: what the guest gets, possibly nothing.
-            let (transformed, dropped) = match self.transform(&batch, &mut backoff, &mut streak).await {
-                Ok(transformed) => transformed,
-                Err(exit) => return exit,
-            };
-
-            // 3. Write it, and dead-letter what can never be written.
-            let mut dead = Vec::new();
-            if !transformed.messages.is_empty() {
-                dead = match self.write(&transformed, &mut backoff, &mut streak).await {
-                    Ok(dead) => dead,
-                    Err(exit) => return exit,
-                };
-                if let Err(exit) = self.deliver_dead_letters(&transformed, &dead, &mut backoff, &mut streak).await {
-                    return exit;
-                }
+            // 2 to 4. Transform, write, store the offset.
+            let status = self.status;
+            if let Err(exit) = status.timed(Stage::Total, self.settle(&batch, &mut backoff, &mut streak)).await {
+                return exit;
             }
-
-            // 4. Store the offset past it: past what was read, dropped records too.
-            let generation = match self.commit(&batch, &mut backoff, &mut streak).await {
-                Ok(generation) => generation,
-                Err(exit) => return exit,
-            };
-            // Bytes written by the guest: a dead letter's were delivered elsewhere.
-            let bytes = transformed
-                .messages
-                .iter()
-                .enumerate()
-                .filter(|(index, _)| dead.binary_search_by_key(index, |(at, _)| *at).is_err())
-                .map(|(_, m)| m.payload.len())
-                .sum();
-            let at = Written {
-                stream: &batch.stream,
-                topic: &batch.topic,
-                partition: batch.partition,
-                end: end_of(&batch),
-                messages: transformed.messages.len(),
-                dead: dead.len(),
-                generation,
-            };
-            self.status.filtered(dropped);
-            self.status.written(at, bytes);
             self.settled += 1;
             streak.reset();
             backoff.reset();
         }
         Exit::Shutdown
+    }
+
+    /// Transform `batch`, write it, dead-letter what can never be written, and store
+    /// the offset past it (past what was read: dropped records too).
+    async fn settle(
+        &mut self,
+        batch: &SinkBatch,
+        backoff: &mut Backoff,
+        streak: &mut FailureStreak,
+    ) -> Result<(), Exit> {
+        // 2. Transform it: what the guest gets, possibly nothing.
+        let (transformed, dropped) = self.transform(batch, backoff, streak).await?;
+
+        // 3. Write it, and dead-letter what can never be written.
+        let mut dead = Vec::new();
+        if !transformed.messages.is_empty() {
+            dead = self.write(&transformed, backoff, streak).await?;
+            self.deliver_dead_letters(&transformed, &dead, backoff, streak).await?;
+        }
+
+        // 4. Store the offset past it: past what was read, dropped records too.
+        let generation = self.commit(batch, backoff, streak).await?;
+        // Bytes written by the guest: a dead letter's were delivered elsewhere.
+        let bytes = transformed
+            .messages
+            .iter()
+            .enumerate()
+            .filter(|(index, _)| dead.binary_search_by_key(index, |(at, _)| *at).is_err())
+            .map(|(_, m)| m.payload.len())
+            .sum();
+        let at = Written {
+            stream: &batch.stream,
+            topic: &batch.topic,
+            partition: batch.partition,
+            end: end_of(batch),
+            messages: transformed.messages.len(),
+            dead: dead.len(),
+            generation,
+        };
+        self.status.filtered(dropped);
+        self.status.written(at, bytes);
+        Ok(())
     }
 
     /// `batch` after the connector's transforms (the same batch without any), and how

@@ -48,6 +48,8 @@ pub struct SourceSettings {
     pub restart_backoff: BackoffConfig,
     /// Each batch logged at info level.
     pub verbose: bool,
+    /// A line per settled batch with its stage times (Iggy's `benchmark`).
+    pub benchmark: bool,
 }
 
 impl SourceSettings {
@@ -59,6 +61,7 @@ impl SourceSettings {
             nack_backoff: config.nack_backoff,
             restart_backoff: config.restart_backoff,
             verbose: config.verbose,
+            benchmark: config.benchmark,
         }
     }
 }

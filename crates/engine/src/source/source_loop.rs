@@ -74,7 +74,8 @@ impl SourceLoop<'_> {
             let id = batch.id;
 
             // 2 and 3. Deliver, then commit.
-            let result = self.settle(batch).await;
+            let status = self.status;
+            let result = status.timed(Stage::Total, self.settle(batch)).await;
 
             // 4. ACK or NACK.
             if let Err(trap) = self.status.timed(Stage::Ack, self.instance.on_batch_result(id, &result)).await {
@@ -134,7 +135,7 @@ impl SourceLoop<'_> {
         };
         let timeout = self.connector.settings.delivery_timeout;
         let delivered = tokio::time::timeout(timeout, self.connector.target.deliver(delivery));
-        let receipt = match self.status.timed(Stage::Deliver, delivered).await {
+        let receipt = match self.status.timed(self.connector.target.stage(), delivered).await {
             Ok(Ok(receipt)) => receipt,
             Ok(Err(DeliveryError::Failed(detail))) => return nack(NackReason::DeliveryFailed, detail),
             Ok(Err(DeliveryError::Rejected(detail))) => return nack(NackReason::Rejected, detail),

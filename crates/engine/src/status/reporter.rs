@@ -8,8 +8,8 @@
 //! reach the log, the status file or an event, and the lines about them are
 //! rate-limited per connector (every count in status stays exact).
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use super::{ConnectorStatus, Event, Meters, Phase, Stage, StatusBoard};
@@ -81,12 +81,52 @@ pub struct Reporter {
     problems: Arc<RateLimit>,
     /// Each settled batch logged at info level, not debug (the connector's `verbose`).
     verbose: Arc<AtomicBool>,
+    /// Iggy's `benchmark`: a line per settled batch with its stage times.
+    benchmark: Arc<Benchmark>,
 }
+
+/// What a benchmark line needs: the time of each stage of the batch being settled,
+/// and what the batch was, until its `total` is known.
+struct Benchmark {
+    on: AtomicBool,
+    /// Each stage's latest time in µs, `u64::MAX` for none since the last line.
+    latest: [AtomicU64; Stage::ALL.len()],
+    /// Records of the batch being settled that its transforms dropped.
+    dropped: AtomicU64,
+    /// The batch acknowledged or written, waiting for its `total`.
+    settled: Mutex<Option<Settled>>,
+}
+
+impl Default for Benchmark {
+    fn default() -> Self {
+        Benchmark {
+            on: AtomicBool::new(false),
+            latest: std::array::from_fn(|_| AtomicU64::new(u64::MAX)),
+            dropped: AtomicU64::new(0),
+            settled: Mutex::new(None),
+        }
+    }
+}
+
+/// A batch settled, as its benchmark line describes it.
+enum Settled {
+    Source { sent: usize },
+    Sink { stream: String, topic: String, partition: u32, end: u64, processed: usize },
+}
+
+/// The target of benchmark lines, as Iggy's runtime names it (`RUST_LOG` filters by it).
+pub const BENCHMARK_TARGET: &str = "iggy_connectors::benchmark";
 
 impl Reporter {
     pub(super) fn new(key: Arc<str>, board: Arc<StatusBoard>, meters: Arc<Meters>) -> Self {
         let problems = Arc::new(RateLimit::new(PROBLEM_LINES_PER_SECOND, PROBLEM_LINES_BURST));
-        Reporter { key, board, meters, problems, verbose: Arc::new(AtomicBool::new(false)) }
+        let benchmark = Arc::new(Benchmark::default());
+        Reporter { key, board, meters, problems, verbose: Arc::new(AtomicBool::new(false)), benchmark }
+    }
+
+    /// Log a line per settled batch with its stage times (`true`), from now on.
+    pub fn set_benchmark(&self, on: bool) {
+        self.benchmark.on.store(on, Ordering::Relaxed);
     }
 
     /// Log each settled batch at info level (`true`) or debug, from now on.
@@ -112,8 +152,74 @@ impl Reporter {
     pub async fn timed<T>(&self, stage: Stage, work: impl Future<Output = T>) -> T {
         let started = Instant::now();
         let output = work.await;
-        self.meters.stages.observe(stage, started.elapsed());
+        let took = started.elapsed();
+        self.meters.stages.observe(stage, took);
+        if self.benchmark.on.load(Ordering::Relaxed) {
+            self.benchmark.latest[stage.index()].store(took.as_micros() as u64, Ordering::Relaxed);
+            if stage == Stage::Total {
+                self.benchmark_line();
+            }
+        }
         output
+    }
+
+    /// The benchmark line of the batch just settled (none for a NACKed one), on
+    /// [`BENCHMARK_TARGET`]: Iggy's fields where Ferry has the same stage (`prepare_us`,
+    /// `iggy_send_us`, `state_save_us`, `total_us`), Ferry's own for the others.
+    fn benchmark_line(&self) {
+        let benchmark = &self.benchmark;
+        let settled = benchmark.settled.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let dropped = benchmark.dropped.swap(0, Ordering::Relaxed) as usize;
+        // Every stage's time taken (and forgotten), so that the next line has only its
+        // own batch's.
+        let [poll_us, deliver_us, iggy_send_us, state_save_us, _ack, write_us, dead_letters_us, prepare_us, total_us] =
+            Stage::ALL.map(|stage| match benchmark.latest[stage.index()].swap(u64::MAX, Ordering::Relaxed) {
+                u64::MAX => None,
+                micros => Some(micros),
+            });
+        let key = &*self.key;
+        match settled {
+            None => {}
+            Some(Settled::Source { sent }) => tracing::info!(
+                target: BENCHMARK_TARGET,
+                connector_type = "source",
+                connector_key = key,
+                batch_size = sent + dropped,
+                sent_count = sent,
+                poll_us,
+                prepare_us,
+                iggy_send_us,
+                deliver_us,
+                state_save_us,
+                total_us,
+                "benchmark"
+            ),
+            Some(Settled::Sink { stream, topic, partition, end, processed }) => tracing::info!(
+                target: BENCHMARK_TARGET,
+                connector_type = "sink",
+                connector_key = key,
+                stream,
+                topic,
+                partition_id = partition,
+                current_offset = end,
+                batch_size = processed + dropped,
+                processed_count = processed,
+                poll_us,
+                prepare_us,
+                write_us,
+                dead_letters_us,
+                state_save_us,
+                total_us,
+                "benchmark"
+            ),
+        }
+    }
+
+    /// Keep what the benchmark line of the batch being settled says about it.
+    fn settling(&self, settled: impl FnOnce() -> Settled) {
+        if self.benchmark.on.load(Ordering::Relaxed) {
+            *self.benchmark.settled.lock().unwrap_or_else(|e| e.into_inner()) = Some(settled());
+        }
     }
 
     /// [`Reporter::timed`] for [`Stage::Poll`], also counting the messages polled.
@@ -168,6 +274,7 @@ impl Reporter {
     }
 
     pub fn acked(&self, batch: u64, messages: usize, bytes: usize, generation: Option<u64>) {
+        self.settling(|| Settled::Source { sent: messages });
         if self.verbose() {
             tracing::info!(batch, messages, bytes, generation, "batch delivered, cursor committed, ACK");
         } else {
@@ -189,6 +296,7 @@ impl Reporter {
     /// `dropped` records of the batch about to be settled were dropped by the
     /// connector's transforms.
     pub fn filtered(&self, dropped: usize) {
+        self.benchmark.dropped.store(dropped as u64, Ordering::Relaxed);
         if dropped == 0 {
             return;
         }
@@ -219,6 +327,13 @@ impl Reporter {
     /// was read.
     pub fn written(&self, at: Written<'_>, bytes: usize) {
         let Written { stream, topic, partition, end, messages, dead, generation } = at;
+        self.settling(|| Settled::Sink {
+            stream: stream.to_string(),
+            topic: topic.to_string(),
+            partition,
+            end,
+            processed: messages.saturating_sub(dead),
+        });
         if self.verbose() {
             tracing::info!(stream, topic, partition, end, messages, dead, bytes, "batch written, offset stored");
         } else {

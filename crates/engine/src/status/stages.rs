@@ -10,13 +10,18 @@ use std::time::Duration;
 
 /// A stage of a loop. A source polls, transforms, delivers, saves its cursor and
 /// acks; a sink polls its input, transforms, writes to its guest, delivers dead
-/// letters and saves its offset.
+/// letters and saves its offset. The labels are Iggy's runtime's where the meaning
+/// is the same (`prepare`, `iggy_send`, `state_save`, `total`), Ferry's own for
+/// what only Ferry has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stage {
     /// A source's `poll()`; a sink's read of its next batch from its input.
     Poll,
-    /// A source's delivery of a batch to its streams.
+    /// A source's delivery of a batch to its streams in the local log.
     Deliver,
+    /// A source's delivery of a batch to its streams on an Iggy server (Iggy's
+    /// `iggy_send`).
+    IggySend,
     /// Committing a source's cursor or storing a sink's offset.
     StateSave,
     /// A source's `on-batch-result` (ACK or NACK) call into its guest.
@@ -25,28 +30,44 @@ pub enum Stage {
     Write,
     /// A sink's delivery of the messages it could never write.
     DeadLetters,
-    /// A connector's transforms, on one batch.
+    /// A connector's transforms, on one batch (Iggy's `prepare`: the batch made
+    /// ready for its target).
     Transform,
+    /// One batch from the moment the host has it (a source's guest returned it, a
+    /// sink's input read it) until it is settled: its cursor saved, or its offset
+    /// stored (Iggy's `total`). A source's NACKed batch counts too.
+    Total,
 }
 
 impl Stage {
-    pub const ALL: [Stage; 7] =
-        [Stage::Poll, Stage::Deliver, Stage::StateSave, Stage::Ack, Stage::Write, Stage::DeadLetters, Stage::Transform];
+    pub const ALL: [Stage; 9] = [
+        Stage::Poll,
+        Stage::Deliver,
+        Stage::IggySend,
+        Stage::StateSave,
+        Stage::Ack,
+        Stage::Write,
+        Stage::DeadLetters,
+        Stage::Transform,
+        Stage::Total,
+    ];
 
-    /// The name in the `stage` label (Iggy's names for the four it has).
+    /// The name in the `stage` label.
     pub fn as_str(self) -> &'static str {
         match self {
             Stage::Poll => "poll",
             Stage::Deliver => "deliver",
+            Stage::IggySend => "iggy_send",
             Stage::StateSave => "state_save",
             Stage::Ack => "ack",
             Stage::Write => "write",
             Stage::DeadLetters => "dead_letters",
-            Stage::Transform => "transform",
+            Stage::Transform => "prepare",
+            Stage::Total => "total",
         }
     }
 
-    fn index(self) -> usize {
+    pub(super) fn index(self) -> usize {
         self as usize
     }
 }

@@ -232,6 +232,9 @@ mod tests {
         let error = world_or_error(r#"{"name": "a", "main": "a.js"}"#);
         assert!(error.contains(r#""ferry": { "kind": ... } is missing"#), "{error}");
         let error = world_or_error(r#"{"name": "a", "main": "a.js", "ferry": {"kind": "pump"}}"#);
-        assert!(error.contains(r#"is "pump", not "source" or "sink""#), "{error}");
+        assert!(error.contains(r#"is "pump", not "source", "sink" or "transform""#), "{error}");
+        let transform = project(r#"{"name": "@me/my-transform", "main": "t.js", "ferry": {"kind": "transform"}}"#);
+        let transform = transform.unwrap();
+        assert_eq!((transform.world, transform.lib.as_str()), ("transform-component-js", "my_transform"));
     }
 }
