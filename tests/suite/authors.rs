@@ -114,6 +114,35 @@ fn a_new_source_and_sink_build_and_run_outside_the_workspace() {
     received.dedup();
     assert_eq!(received, (0..100).collect::<Vec<_>>(), "{}", run.log());
 
+    // A transform, sharing the target directory too, in the chain of the source: its
+    // ferry.toml as written, pointed at this source (it names `../my-source`).
+    new_crate("transform", "demo-transform", home.path());
+    let transform = home.path().join("demo-transform");
+    let output = build(&transform, Some(&shared), &[]);
+    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "ferry build: {stdout}\n{}", text(&output.stderr));
+    assert!(stdout.contains("transform: yes: implements iggy:connector/transform-component"), "{stdout}");
+    let config = transform.join("ferry.toml");
+    let written = std::fs::read_to_string(&config).unwrap();
+    assert!(written.contains("../my-source/target/components/my_source.wasm"), "{written}");
+    std::fs::write(
+        &config,
+        written
+            .replace("../my-source/target/components/my_source.wasm", "../demo/target/components/demo.wasm")
+            .replace("key = \"my-source\"", "key = \"demo\""),
+    )
+    .unwrap();
+    let mut run = Ferry::start(&config, &[]);
+    run.wait_for_line(&["key=demo}", "idle"]);
+    run.signal(Signal::SIGTERM);
+    assert!(run.wait().success(), "{}", run.log());
+    let read = ferry(&["log", "read", config.to_str().unwrap()]);
+    assert!(read.status.success(), "{}", text(&read.stderr));
+    let lines = text(&read.stdout);
+    let seqs: Vec<u64> = lines.lines().map(seq_in).collect();
+    assert_eq!(seqs, (0..100u64).filter(|s| !s.is_multiple_of(3)).collect::<Vec<_>>(), "drop_every = 3");
+    assert!(lines.lines().all(|l| l.contains("transformed_by") && l.contains("demo-transform")), "{lines}");
+
     // A crate that does not compile: the error names it, the compiler says why.
     new_crate("source", "broken", home.path());
     let broken = home.path().join("broken");

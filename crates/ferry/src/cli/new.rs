@@ -158,7 +158,7 @@ mod tests {
     #[test]
     fn a_python_project_has_no_placeholder_left() {
         let parent = tempfile::tempdir().unwrap();
-        for kind in [Kind::Source, Kind::Sink] {
+        for kind in [Kind::Source, Kind::Sink, Kind::Transform] {
             let name = format!("py-{}", kind.noun());
             new(kind, &name, Lang::Python, parent.path()).unwrap();
             for file in ["pyproject.toml", "app.py", "ferry.toml", "README.md", ".gitignore", "ferry_guest.py"] {
