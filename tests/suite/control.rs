@@ -109,7 +109,7 @@ fn a_pause_settles_the_batch_and_stops_polling_until_resumed_and_a_reset_waits_f
     // Pause: answered once the outstanding batch has settled.
     let paused = post(&address, "/sources/feed/pause");
     assert_eq!(paused.status, 200, "{paused:?}");
-    assert_eq!(paused.json()["phase"], "paused", "{paused:?}");
+    assert_eq!(paused.json()["status"], "paused", "{paused:?}");
     let at_pause = delivered(&get(&address, "/sources/feed", &[]).unwrap().json());
     let cursor_at_pause = committed_seq(&site, "feed");
     assert_eq!(cursor_at_pause, at_pause, "every delivered batch is committed: nothing is outstanding");
@@ -117,7 +117,7 @@ fn a_pause_settles_the_batch_and_stops_polling_until_resumed_and_a_reset_waits_f
     // The neighbour goes on; `feed` delivers nothing more, and commits nothing.
     wait_for_more(&address, "other", 500);
     let feed = get(&address, "/sources/feed", &[]).unwrap().json();
-    assert_eq!((feed["phase"].as_str(), delivered(&feed)), (Some("paused"), at_pause), "{feed}");
+    assert_eq!((feed["status"].as_str(), delivered(&feed)), (Some("paused"), at_pause), "{feed}");
     assert_eq!(feed["running"], false);
     assert_eq!(committed_seq(&site, "feed"), cursor_at_pause);
     // Its instance is gone with its memory; the neighbour's holds some.
@@ -154,7 +154,7 @@ fn a_pause_settles_the_batch_and_stops_polling_until_resumed_and_a_reset_waits_f
     let resumed = post(&address, "/sources/feed/resume");
     assert_eq!(resumed.status, 200, "{resumed:?}");
     // The answer says the state after the action.
-    let after = |answer: &Response| answer.json()["phase"].as_str().unwrap().to_string();
+    let after = |answer: &Response| answer.json()["status"].as_str().unwrap().to_string();
     assert!(["starting", "running", "idle"].contains(&after(&resumed).as_str()), "{resumed:?}");
     source_until(&address, "feed", |s| delivered(s) >= at_pause + 100);
     // Restart: a fresh instance, from the cursor.
@@ -222,7 +222,7 @@ fn a_reload_starts_stops_and_restarts_only_what_changed_each_from_its_cursor() {
     assert!(line.contains("added=1") && line.contains("removed=1") && line.contains("changed=1"), "{line}");
 
     source_until(&address, "arriving", |s| delivered(s) >= 100);
-    let changing = source_until(&address, "changing", |s| s["phase"] == "idle" && delivered(s) == limit);
+    let changing = source_until(&address, "changing", |s| s["status"] == "idle" && delivered(s) == limit);
     assert_eq!(changing["instances"], 2, "restarted once, for the change: {changing}");
     let steady = wait_for_more(&address, "steady", 500);
     assert_eq!(steady["instances"], 1, "an unchanged neighbour is not touched: {steady}");
@@ -449,7 +449,7 @@ fn a_sink_paused_and_reset_reads_its_topic_again_and_a_pause_does_not_outlive_fe
     get_until(&address, "/sinks/archive/state", &[], offset_is(500));
 
     let paused = post(&address, "/sinks/archive/pause");
-    assert_eq!((paused.status, paused.json()["phase"].as_str()), (200, Some("paused")), "{paused:?}");
+    assert_eq!((paused.status, paused.json()["status"].as_str()), (200, Some("paused")), "{paused:?}");
     let reset = request(&address, "DELETE", "/sinks/archive/state", &[]).unwrap();
     assert_eq!(reset.status, 200, "{reset:?}");
     assert_eq!(get(&address, "/sinks/archive/state", &[]).unwrap().json()["committed"], Value::Null);
@@ -462,7 +462,7 @@ fn a_sink_paused_and_reset_reads_its_topic_again_and_a_pause_does_not_outlive_fe
     assert_eq!(post(&address, "/sinks/archive/pause").status, 200);
     stop(run);
     let run = start(&site, &text, &[]);
-    let archive = get_until(&address, "/sinks/archive", &[], |r| r.json()["phase"] == "idle").json();
+    let archive = get_until(&address, "/sinks/archive", &[], |r| r.json()["status"] == "idle").json();
     assert_eq!(archive["running"], true, "{archive}");
     stop(run);
 

@@ -111,16 +111,16 @@ grants = { dirs = [{ host = "gate", guest = "/gate" }] }"#
     assert_eq!(first.status, 503, "{first:?}");
     assert_eq!(first.json()["status"], "unhealthy");
     let gated = not_running(&first).into_iter().find(|e| e["key"] == "gated").expect("gated is named");
-    assert!(["not-started", "starting", "failed"].contains(&gated["phase"].as_str().unwrap()), "{gated}");
+    assert!(["not-started", "starting", "failed"].contains(&gated["status"].as_str().unwrap()), "{gated}");
 
     // Once `steady` runs, `gated` alone is named, failing to open and restarting.
     let health = get_until(&address, "/health", &[], |r| {
         let listed = not_running(r);
-        keys(&listed) == ["gated"] && listed[0]["phase"] == "failed"
+        keys(&listed) == ["gated"] && listed[0]["status"] == "failed"
     });
     assert_eq!(health.status, 503);
     let gated = &not_running(&health)[0];
-    assert_eq!(gated["role"], "source");
+    assert_eq!(gated["connector_type"], "source");
     let error = gated["last_error"].as_str().unwrap();
     assert!(error.contains("configured to wait for /gate/open"), "the error says why: {error}");
     // Every connector has been through its first start: ferry is ready, not healthy.
@@ -215,7 +215,7 @@ limits = {{ max_messages_per_batch = 20 }}
     assert_eq!(health.status, 503, "{health:?}");
     let listed = not_running(&health);
     assert_eq!(keys(&listed), ["trapper"], "{listed:?}");
-    assert_eq!(listed[0]["phase"], "failed");
+    assert_eq!(listed[0]["status"], "failed");
     assert!(listed[0]["last_error"].as_str().unwrap().contains("the guest trapped in `poll`"), "{listed:?}");
 
     // `/stats`: the same counters in Iggy's shape.
@@ -267,10 +267,10 @@ secrets = { open_error = { env = "FERRY_TEST_SECRET" } }"#
     // Let everything settle: all 60 messages delivered and written, `leaky` failed.
     get_until(&address, "/sinks/archive", &key, |r| {
         let body = r.json();
-        body["messages_delivered"] == 60 && body["phase"] == "idle"
+        body["messages_delivered"] == 60 && body["status"] == "idle"
     });
-    get_until(&address, "/sources/feed", &key, |r| r.json()["phase"] == "idle");
-    get_until(&address, "/sources/leaky", &key, |r| r.json()["phase"] == "failed");
+    get_until(&address, "/sources/feed", &key, |r| r.json()["status"] == "idle");
+    get_until(&address, "/sources/leaky", &key, |r| r.json()["status"] == "failed");
 
     // The committed state, as `ferry state show` reads it.
     let config = site.path("ferry.toml");
@@ -324,7 +324,7 @@ secrets = { open_error = { env = "FERRY_TEST_SECRET" } }"#
         status["connectors"].as_array().unwrap().iter().find(|c| c["key"] == connector).cloned().unwrap()
     };
     const FIELDS: [&str; 11] = [
-        "phase",
+        "status",
         "tenant",
         "instances",
         "batches_acked",

@@ -283,7 +283,7 @@ fn a_python_sources_memory_grows_with_the_messages_it_produced() {
             let output = ferry(&["status", config.to_str().unwrap(), "--json"]);
             let status: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_default();
             let connector = &status["connectors"][0];
-            if connector["phase"] == "idle" && connector["messages_delivered"] == count {
+            if connector["status"] == "idle" && connector["messages_delivered"] == count {
                 break connector["memory_in_use"].as_u64().expect("memory_in_use");
             }
             assert!(std::time::Instant::now() < deadline, "no idle status: {status}");

@@ -132,11 +132,11 @@ topic = "echo"
 
     let sink = get_until(&address, "/sinks/sink", &[], |r| {
         let body = r.json();
-        body["dead_lettered"] == 1 && body["messages_delivered"].as_u64() >= Some(19) && body["phase"] == "idle"
+        body["dead_lettered"] == 1 && body["messages_delivered"].as_u64() >= Some(19) && body["status"] == "idle"
     })
     .json();
     let echoer = get_until(&address, "/sources/echoer", &[], |r| r.json()["traps"].as_u64() >= Some(1)).json();
-    let failing = get_until(&address, "/sources/failing", &[], |r| r.json()["phase"] == "failed").json();
+    let failing = get_until(&address, "/sources/failing", &[], |r| r.json()["status"] == "failed").json();
     // The guests did say it: each channel shows where it was taken out.
     assert!(failing["last_error"].as_str().unwrap().contains("[redacted]"), "{failing}");
     for (channel, answer) in [("/sinks/sink", &sink), ("/sources/echoer", &echoer), ("/sources/failing", &failing)] {

@@ -142,7 +142,7 @@ fn summary(api: &Api, view: &View) -> Value {
     let status = view.status_or_empty();
     let restarts = status.instances.saturating_sub(1);
     let mut body = serde_json::to_value(&status).unwrap_or_else(|_| json!({}));
-    body["phase"] = json!(view.phase());
+    body["status"] = json!(view.phase());
     body["enabled"] = json!(view.config.enabled());
     body["running"] = json!(view.healthy());
     body["path"] = json!(view.config.path().display().to_string());

@@ -61,7 +61,7 @@ fn answer(api: &Api, result: Result<Applied, Refusal>) -> Response {
     match result {
         Ok(applied) => api.json(
             StatusCode::OK,
-            json!({ "key": applied.key, "phase": applied.phase.as_str(), "message": applied.message }),
+            json!({ "key": applied.key, "status": applied.phase.as_str(), "message": applied.message }),
         ),
         Err(refusal) => refused(api, refusal),
     }

@@ -31,9 +31,9 @@ pub(super) async fn health(State(api): State<Arc<Api>>) -> Response {
         .map(|view| {
             json!({
                 "key": view.config.key(),
-                "role": view.config.role().noun(),
+                "connector_type": view.config.role().noun(),
                 "tenant": view.config.tenant(),
-                "phase": view.phase(),
+                "status": view.phase(),
                 "last_error": view.status.as_ref().and_then(|s| s.last_error.clone()),
             })
         })

@@ -34,7 +34,7 @@ async fn state(api: Arc<Api>, role: Role, key: String) -> Response {
             .map_err(|e| ApiError::internal(format!("connector `{key}`: cannot read its state: {e}")))?;
         let mut body = json!({
             "key": key,
-            "role": role.noun(),
+            "connector_type": role.noun(),
             "committed": committed.as_ref().map(|c| describe(api, role, c)),
         });
         if role == Role::Sink && api.config.iggy.is_some() {

@@ -79,16 +79,19 @@ impl Phase {
     }
 }
 
-/// One connector's status.
+/// One connector's status. Written with the names Iggy's runtime answers with
+/// (`connector_type`, `status`), the same in the status file, `ferry status --json`
+/// and every answer of the API; a file of an older ferry (`role`, `phase`) reads too.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct ConnectorStatus {
     pub key: String,
     /// `source` or `sink`.
-    #[serde(default)]
+    #[serde(default, rename = "connector_type", alias = "role")]
     pub role: String,
     pub name: Option<String>,
     #[serde(default)]
     pub tenant: Option<String>,
+    #[serde(rename = "status", alias = "phase")]
     pub phase: Phase,
     /// Instances started so far (1 for the first start).
     pub instances: u64,
