@@ -180,7 +180,7 @@ reject_seqs = [5, 7]
     let json: serde_json::Value = serde_json::from_str(&ferry_stdout(&["status", config.to_str().unwrap(), "--json"]))
         .expect("status --json prints JSON");
     let picky_json = json["connectors"].as_array().unwrap().iter().find(|c| c["key"] == "picky").unwrap();
-    assert_eq!((&picky_json["role"], &picky_json["dead_lettered"]), (&"sink".into(), &2.into()));
+    assert_eq!((&picky_json["connector_type"], &picky_json["dead_lettered"]), (&"sink".into(), &2.into()));
 
     let shown = ferry_stdout(&["state", "show", config.to_str().unwrap()]);
     for (key, at) in [("archive", archive), ("picky", picky)] {

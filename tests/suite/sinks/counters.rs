@@ -65,7 +65,7 @@ reject_seqs = {REJECTED:?}
     // before the next read).
     let sink = get_until(&address, "/sinks/picky", &[], |r| {
         let body = r.json();
-        body["messages_polled"] == SENT && body["phase"] == "idle"
+        body["messages_polled"] == SENT && body["status"] == "idle"
     })
     .json();
     // What the guest and the dead letters hold, to compare each count with.
