@@ -26,7 +26,7 @@ use bytes::Bytes;
 use ferry::capabilities::logging::{GuestLog, LogBudget};
 use ferry::config::transforms::Transforms;
 use ferry::contract::{Message, Uint128};
-use ferry::engine::transform::{Chain, ComponentLink};
+use ferry::engine::transform::{Chain, ComponentLink, Schemas};
 use ferry::runtime::{InstanceMeters, PendingComponent, Runtime, Sandbox, TransformWorld};
 use ferry_tests::bench::{Measured, Rounds, compare};
 use ferry_tests::components::FAULTY_TRANSFORM;
@@ -103,7 +103,7 @@ fn chain(runtime: &Arc<Runtime>, text: &str) -> Chain {
         transforms: Transforms,
     }
     let transforms = toml::from_str::<Holder>(text).expect("the bench's transforms").transforms;
-    Chain::new(&transforms, |transform| {
+    Chain::new(Schemas::None, &transforms, |transform| {
         let component = runtime.load::<TransformWorld>(&transform.component).expect("the transform component");
         let budget = LogBudget::new(1000, 1000, Arc::new(AtomicU64::new(0)));
         ComponentLink {
@@ -117,6 +117,7 @@ fn chain(runtime: &Arc<Runtime>, text: &str) -> Chain {
             instance: tokio::sync::Mutex::new(None),
         }
     })
+    .expect("the bench's transforms")
     .expect("some transforms")
 }
 

@@ -145,6 +145,7 @@ macro_rules! connector_config {
                 let mut paths = vec![&mut self.path];
                 paths.extend(self.grants.paths_mut());
                 paths.extend(self.transforms.paths_mut());
+                paths.extend(self.streams.iter_mut().filter_map(|stream| stream.avro_schema_path.as_mut()));
                 paths.extend(self.secrets.values_mut().filter_map(|secret| match secret {
                     ferry_contract::settings::SecretSource::File(path) => Some(path),
                     ferry_contract::settings::SecretSource::Env(_) => None,

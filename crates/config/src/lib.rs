@@ -37,6 +37,7 @@ mod http;
 mod iggy;
 pub mod iggy_runtime;
 mod limits;
+pub mod schema;
 mod sink;
 mod source;
 mod tenant;

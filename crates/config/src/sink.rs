@@ -19,11 +19,14 @@
 //! Names follow Iggy's connectors runtime where the concept is the same (`topics`,
 //! `batch_length`, `consumer_group`).
 
+use std::path::PathBuf;
+
 use serde::Deserialize;
 
 use super::connector::connector_config;
 use ferry_contract::Role;
 
+use super::schema::{Schema, StreamSchema, stream_schema};
 use super::{BackoffConfig, StreamConfig};
 
 connector_config! {
@@ -68,6 +71,23 @@ impl SinkConfig {
 pub struct SinkStreamConfig {
     pub stream: String,
     pub topics: Vec<String>,
+    /// What its records are decoded from before the guest gets them (Iggy's
+    /// `schema`; see `schema.rs`). Without it the guest gets them as stored.
+    #[serde(default)]
+    pub schema: Option<Schema>,
+    /// The Avro schema for `schema = "avro"`, itself.
+    #[serde(default)]
+    pub avro_schema_json: Option<String>,
+    /// The Avro schema for `schema = "avro"`, in a file.
+    #[serde(default)]
+    pub avro_schema_path: Option<PathBuf>,
+}
+
+impl SinkStreamConfig {
+    /// Its schema, checked (see [`stream_schema`]).
+    pub fn schema(&self) -> Result<Option<StreamSchema>, (&'static str, String)> {
+        stream_schema(self.schema, self.avro_schema_json.as_deref(), self.avro_schema_path.as_deref())
+    }
 }
 
 fn default_batch_length() -> u32 {

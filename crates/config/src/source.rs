@@ -11,6 +11,7 @@
 //! partitioning = "balanced"
 //! ```
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -20,6 +21,7 @@ use ferry_contract::Role;
 use ferry_contract::settings::duration;
 
 use super::BackoffConfig;
+use super::schema::{Schema, StreamSchema, stream_schema};
 
 connector_config! {
     /// `[[sources]]`: one source connector.
@@ -46,12 +48,35 @@ pub struct StreamConfig {
     /// missing stream or topic is an error.
     #[serde(default)]
     pub create: Option<CreateTopic>,
+    /// What the guest's records are encoded to before delivery (Iggy's `schema`;
+    /// see `schema.rs`). Without it they are delivered as the guest made them.
+    #[serde(default)]
+    pub schema: Option<Schema>,
+    /// The Avro schema for `schema = "avro"`, itself.
+    #[serde(default)]
+    pub avro_schema_json: Option<String>,
+    /// The Avro schema for `schema = "avro"`, in a file.
+    #[serde(default)]
+    pub avro_schema_path: Option<PathBuf>,
 }
 
 impl StreamConfig {
     /// A stream/topic with default partitioning and no auto-creation.
     pub fn new(stream: impl Into<String>, topic: impl Into<String>) -> Self {
-        StreamConfig { stream: stream.into(), topic: topic.into(), partitioning: Partitioning::Balanced, create: None }
+        StreamConfig {
+            stream: stream.into(),
+            topic: topic.into(),
+            partitioning: Partitioning::Balanced,
+            create: None,
+            schema: None,
+            avro_schema_json: None,
+            avro_schema_path: None,
+        }
+    }
+
+    /// Its schema, checked (see [`stream_schema`]).
+    pub fn schema(&self) -> Result<Option<StreamSchema>, (&'static str, String)> {
+        stream_schema(self.schema, self.avro_schema_json.as_deref(), self.avro_schema_path.as_deref())
     }
 }
 

@@ -32,6 +32,7 @@
 //! hash map's choosing). This is the config as data; what each does to a record is
 //! in `ferry-engine`'s `transform`.
 
+use crate::schema::{AvroSchema, Schema};
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
@@ -48,6 +49,7 @@ impl Transforms {
     pub fn paths_mut(&mut self) -> impl Iterator<Item = &mut std::path::PathBuf> {
         self.0.iter_mut().filter_map(|transform| match transform {
             Transform::Component(component) => Some(&mut component.component),
+            Transform::Convert(ConvertTransform { avro: Some(AvroSchema::Path(path)), .. }) => Some(path),
             _ => None,
         })
     }
@@ -74,8 +76,41 @@ pub enum Transform {
     FilterFields(FilterFields),
     /// Replace the record by the value of this field, where present.
     UnwrapEnvelope(String),
+    /// Iggy's `proto_convert`, `flat_buffer_convert`, `avro_convert`: each record
+    /// decoded from one format and encoded as another.
+    Convert(ConvertTransform),
     /// A transform component, which may drop records too.
     Component(ComponentTransform),
+}
+
+/// `[transforms.avro_convert]` (or `proto_convert`, `flat_buffer_convert`), as Iggy
+/// writes it: `source_format`, `target_format` (`json`, `raw`, `text` or the
+/// converter's own format), `field_mappings` (a record's top-level fields renamed on
+/// the way, where it is JSON), and for `avro_convert` its Avro schema (`schema_json`
+/// or `schema_path`). Ferry converts with the codecs a stream's `schema` uses (see
+/// `schema.rs`), so a converter does exactly what that schema does.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConvertTransform {
+    /// `proto_convert`, `flat_buffer_convert` or `avro_convert`.
+    pub name: &'static str,
+    pub source_format: Schema,
+    pub target_format: Schema,
+    /// Old name to new name, in the order written.
+    pub field_mappings: Vec<(String, String)>,
+    /// `avro_convert`'s schema.
+    pub avro: Option<AvroSchema>,
+}
+
+impl ConvertTransform {
+    /// The format it converts from or to besides JSON, text and raw bytes.
+    fn format(name: &str) -> Option<Schema> {
+        match name {
+            "proto_convert" => Some(Schema::Proto),
+            "flat_buffer_convert" => Some(Schema::FlatBuffer),
+            "avro_convert" => Some(Schema::Avro),
+            _ => None,
+        }
+    }
 }
 
 /// `[transforms.NAME]` with a `component`: a transform written as a component of
@@ -112,6 +147,7 @@ impl Transform {
             Transform::UpdateFields(_) => "update_fields",
             Transform::FilterFields(_) => "filter_fields",
             Transform::UnwrapEnvelope(_) => "unwrap_envelope",
+            Transform::Convert(convert) => convert.name,
         }
     }
 
@@ -124,6 +160,23 @@ impl Transform {
             Transform::FilterFields(filter) => serde_json::to_value(filter).unwrap_or_default(),
             Transform::UnwrapEnvelope(field) => serde_json::json!({ "field": field }),
             Transform::Component(component) => serde_json::to_value(component).unwrap_or_default(),
+            Transform::Convert(convert) => {
+                let mut settings = serde_json::json!({
+                    "source_format": convert.source_format.name(),
+                    "target_format": convert.target_format.name(),
+                });
+                if !convert.field_mappings.is_empty() {
+                    let mappings: serde_json::Map<_, _> =
+                        convert.field_mappings.iter().map(|(from, to)| (from.clone(), to.clone().into())).collect();
+                    settings["field_mappings"] = mappings.into();
+                }
+                match &convert.avro {
+                    Some(AvroSchema::Json(json)) => settings["schema_json"] = json.clone().into(),
+                    Some(AvroSchema::Path(path)) => settings["schema_path"] = path.display().to_string().into(),
+                    None => {}
+                }
+                settings
+            }
         };
         let mut shown = serde_json::json!({ "enabled": true });
         if let (Some(shown), serde_json::Value::Object(settings)) = (shown.as_object_mut(), settings) {
@@ -277,11 +330,8 @@ impl<'de> Deserialize<'de> for Regex {
     }
 }
 
-/// The transforms Iggy's runtime has that convert between formats, which ferry
-/// does not have yet.
-const CONVERTERS: [&str; 3] = ["proto_convert", "flat_buffer_convert", "avro_convert"];
-
-const KNOWN: &str = "add_fields, delete_fields, update_fields, filter_fields, unwrap_envelope";
+const KNOWN: &str = "add_fields, delete_fields, update_fields, filter_fields, unwrap_envelope, proto_convert, \
+                     flat_buffer_convert, avro_convert";
 
 impl<'de> Deserialize<'de> for Transforms {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -319,11 +369,8 @@ fn transform(name: &str, mut table: toml::Table) -> Result<Option<Transform>, St
         Some(other) => return Err(format!("{at}.enabled: expected true or false, found {}", other.type_str())),
         None => return Err(format!("{at}.enabled: missing (true or false; Iggy's runtime requires it too)")),
     }
-    if CONVERTERS.contains(&name) {
-        return Err(format!(
-            "{at}: converting between formats is not supported by ferry yet; set enabled = false, or convert in \
-             the connector"
-        ));
+    if let Some(format) = ConvertTransform::format(name) {
+        return convert(&at, name, format, table).map(|convert| Some(Transform::Convert(convert)));
     }
     let settings = |table: toml::Table| -> Result<Settings, String> {
         Settings::deserialize(toml::Value::Table(table)).map_err(|e| format!("{at}: {}", e.message()))
@@ -399,6 +446,102 @@ fn transform(name: &str, mut table: toml::Table) -> Result<Option<Transform>, St
     Ok(Some(transform))
 }
 
+/// A converting transform's settings: the conversions its codecs can make, refused
+/// by name where Iggy's settings ask for what ferry does not do.
+fn convert(at: &str, name: &str, format: Schema, table: toml::Table) -> Result<ConvertTransform, String> {
+    let name = match name {
+        "proto_convert" => "proto_convert",
+        "flat_buffer_convert" => "flat_buffer_convert",
+        _ => "avro_convert",
+    };
+    let mut keys = vec!["source_format", "target_format", "field_mappings", "conversion_options"];
+    if format == Schema::Avro {
+        keys.extend(["schema_json", "schema_path"]);
+    }
+    let refused = match format {
+        // Iggy's schema-driven protobuf (a .proto file compiled at load): ferry has
+        // the `Any` wrapper only, which is what Iggy's runtime decodes streams with.
+        Schema::Proto => &["schema_path", "message_type", "descriptor_set", "schema_registry_url", "include_paths"][..],
+        Schema::FlatBuffer => &["schema_path", "root_table_name", "include_paths"][..],
+        _ => &[][..],
+    };
+    if let Some(key) = table.keys().find(|key| refused.contains(&key.as_str())) {
+        return Err(format!(
+            "{at}.{key}: ferry does not support this yet (it converts {} with {}); remove the key",
+            format.name(),
+            if format == Schema::Proto {
+                "the Any wrapper, as a stream's schema = \"proto\" does"
+            } else {
+                "the layout a stream's schema uses"
+            }
+        ));
+    }
+    let mut table = only(at, table, &keys)?;
+    let format_of = |table: &mut toml::Table, key: &str| -> Result<Schema, String> {
+        match table.remove(key) {
+            Some(toml::Value::String(value)) => {
+                Schema::named(&value).map_err(|problem| format!("{at}.{key}: {problem}"))
+            }
+            Some(other) => Err(format!("{at}.{key}: expected a format's name, found {}", other.type_str())),
+            None => Err(format!("{at}.{key}: missing (Iggy's runtime requires it too)")),
+        }
+    };
+    let source_format = format_of(&mut table, "source_format")?;
+    let target_format = format_of(&mut table, "target_format")?;
+    let plain = |schema: Schema| matches!(schema, Schema::Json | Schema::Text | Schema::Raw);
+    let pair_is_known = source_format == target_format
+        || (source_format == format && plain(target_format))
+        || (plain(source_format) && target_format == format);
+    if !pair_is_known {
+        return Err(format!(
+            "{at}: converting {} to {} is not something {name} does; it converts between {} and json, text or raw",
+            source_format.name(),
+            target_format.name(),
+            format.name()
+        ));
+    }
+    let field_mappings = match table.remove("field_mappings") {
+        None => Vec::new(),
+        Some(toml::Value::Table(mappings)) => mappings
+            .into_iter()
+            .map(|(from, to)| match to {
+                toml::Value::String(to) => Ok((from, to)),
+                other => Err(format!("{at}.field_mappings.{from}: expected the new name, found {}", other.type_str())),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(other) => {
+            return Err(format!("{at}.field_mappings: expected a table of old = \"new\", found {}", other.type_str()));
+        }
+    };
+    if let Some(options) = table.remove("conversion_options") {
+        // Iggy's options change how JSON is shown (pretty_json) or what is checked;
+        // none changes a record's content, and ferry writes compact JSON.
+        let toml::Value::Table(options) = options else {
+            return Err(format!("{at}.conversion_options: expected a table"));
+        };
+        if let Some(key) = options.keys().find(|key| {
+            key.as_str() != "strict_mode" && key.as_str() != "validate_messages" && key.as_str() != "verify_buffers"
+        }) {
+            return Err(format!(
+                "{at}.conversion_options.{key}: ferry does not support this (it writes compact JSON, and checks every record); remove the key"
+            ));
+        }
+    }
+    let avro = match (table.remove("schema_json"), table.remove("schema_path")) {
+        (Some(toml::Value::String(json)), None) => Some(AvroSchema::Json(json)),
+        (None, Some(toml::Value::String(path))) => Some(AvroSchema::Path(path.into())),
+        (None, None) if format == Schema::Avro && source_format != target_format => {
+            return Err(format!("{at}: needs the Avro schema: schema_json or schema_path"));
+        }
+        (None, None) => None,
+        (Some(_), Some(_)) => {
+            return Err(format!("{at}.schema_json: and schema_path are both set; give the schema one way"));
+        }
+        _ => return Err(format!("{at}.schema_json: expected a string (the schema, or the path of its file)")),
+    };
+    Ok(ConvertTransform { name, source_format, target_format, field_mappings, avro })
+}
+
 /// The keys a transform's table may hold besides `enabled`.
 #[derive(Deserialize)]
 struct Settings {
@@ -466,7 +609,7 @@ patterns = [{ key_pattern.regex = "^tmp_" }, { value_pattern = "is_null" }, { va
                 Transform::UpdateFields(_) => "update_fields",
                 Transform::FilterFields(_) => "filter_fields",
                 Transform::DeleteFields(_) => "delete_fields",
-                Transform::Component(_) => "a component",
+                Transform::Component(_) | Transform::Convert(_) => "another",
             })
             .collect();
         assert_eq!(names, ["unwrap_envelope", "add_fields", "update_fields", "filter_fields"]);
@@ -527,7 +670,30 @@ patterns = [{ key_pattern.regex = "^x" }, { value_pattern = "is_null" }, { value
                 "transforms.mine: unknown field `config`",
             ),
             ("[transforms.add_fields]\nenabled = true\ncomponent = \"m.wasm\"", "unknown key `component`"),
-            ("[transforms.proto_convert]\nenabled = true", "converting between formats is not supported"),
+            ("[transforms.proto_convert]\nenabled = true", "transforms.proto_convert.source_format: missing"),
+            (
+                "[transforms.proto_convert]\nenabled = true\nsource_format = \"proto\"\ntarget_format = \"json\"\n\
+                 message_type = \"a.B\"",
+                "transforms.proto_convert.message_type: ferry does not support this yet",
+            ),
+            (
+                "[transforms.avro_convert]\nenabled = true\nsource_format = \"avro\"\ntarget_format = \"proto\"",
+                "converting avro to proto is not something avro_convert does",
+            ),
+            (
+                "[transforms.avro_convert]\nenabled = true\nsource_format = \"json\"\ntarget_format = \"avro\"",
+                "transforms.avro_convert: needs the Avro schema",
+            ),
+            (
+                "[transforms.flat_buffer_convert]\nenabled = true\nsource_format = \"json\"\ntarget_format = \
+                 \"flatbuffer\"",
+                "transforms.flat_buffer_convert.target_format: \"flatbuffer\" is none of",
+            ),
+            (
+                "[transforms.avro_convert]\nenabled = true\nsource_format = \"json\"\ntarget_format = \"json\"\n\
+                 conversion_options = { pretty_json = true }",
+                "conversion_options.pretty_json: ferry does not support this",
+            ),
             ("[transforms.unwrap_envelope]\nenabled = true\nfield = \"\"", "transforms.unwrap_envelope.field: must"),
             ("[transforms.delete_fields]\nenabled = true\nfield = [\"a\"]", "unknown key `field`"),
             (
@@ -551,6 +717,42 @@ patterns = [{ key_pattern.regex = "^x" }, { value_pattern = "is_null" }, { value
             let error = read(text).unwrap_err();
             assert!(error.contains(words), "{text}: {error}");
         }
+    }
+
+    #[test]
+    fn iggys_converting_transforms_are_read_with_their_formats_mappings_and_schema() {
+        let transforms = read(
+            "[transforms.avro_convert]\nenabled = true\nsource_format = \"json\"\ntarget_format = \"avro\"\n\
+             schema_path = \"order.avsc\"\nfield_mappings = { id = \"seq\" }\n\
+             conversion_options = { strict_mode = true }\n\
+             [transforms.flat_buffer_convert]\nenabled = true\nsource_format = \"flat_buffer\"\n\
+             target_format = \"text\"",
+        )
+        .unwrap();
+        assert_eq!(
+            transforms.0,
+            vec![
+                Transform::Convert(ConvertTransform {
+                    name: "avro_convert",
+                    source_format: Schema::Json,
+                    target_format: Schema::Avro,
+                    field_mappings: vec![("id".into(), "seq".into())],
+                    avro: Some(AvroSchema::Path("order.avsc".into())),
+                }),
+                Transform::Convert(ConvertTransform {
+                    name: "flat_buffer_convert",
+                    source_format: Schema::FlatBuffer,
+                    target_format: Schema::Text,
+                    field_mappings: vec![],
+                    avro: None,
+                }),
+            ]
+        );
+        assert_eq!(
+            transforms.0[0].settings(),
+            serde_json::json!({"enabled": true, "source_format": "json", "target_format": "avro",
+                "field_mappings": {"id": "seq"}, "schema_path": "order.avsc"})
+        );
     }
 
     #[test]

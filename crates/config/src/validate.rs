@@ -218,6 +218,17 @@ fn validate_source(source: &SourceConfig) -> Result<(), (&'static str, String)> 
         {
             return Err(("streams.partitioning.header", "names no header".into()));
         }
+        stream.schema().map_err(|(key, problem)| (schema_key(key), problem))?;
+        if source.streams[..i].iter().any(|other| other.schema() != stream.schema()) {
+            return Err((
+                "streams.schema",
+                format!(
+                    "{}/{} is given a schema unlike the entries before it; a source's records are encoded once, \
+                     for every stream it delivers to",
+                    stream.stream, stream.topic
+                ),
+            ));
+        }
         let same = |other: &super::StreamConfig| other.stream == stream.stream && other.topic == stream.topic;
         if source.streams[..i].iter().any(same) {
             return Err(("streams", format!("{}/{} is listed twice", stream.stream, stream.topic)));
@@ -225,6 +236,14 @@ fn validate_source(source: &SourceConfig) -> Result<(), (&'static str, String)> 
     }
     check_backoff(&source.nack_backoff).map_err(|p| ("nack_backoff", p))?;
     Ok(())
+}
+
+/// A stream's schema key, as an error names it.
+fn schema_key(key: &str) -> &'static str {
+    match key {
+        "schema" => "streams.schema",
+        _ => "streams.avro_schema_json",
+    }
 }
 
 fn validate_sink(sink: &SinkConfig) -> Result<(), (&'static str, String)> {
@@ -239,6 +258,9 @@ fn validate_sink(sink: &SinkConfig) -> Result<(), (&'static str, String)> {
             return Err(("streams", format!("{stream}/{topic} is listed twice")));
         }
         seen.push((stream, topic));
+    }
+    for stream in &sink.streams {
+        stream.schema().map_err(|(key, problem)| (schema_key(key), problem))?;
     }
     if sink.batch_length == 0 {
         return Err(("batch_length", "must be at least 1".into()));
@@ -256,6 +278,12 @@ fn validate_sink(sink: &SinkConfig) -> Result<(), (&'static str, String)> {
         valid_name(group).map_err(|p| ("consumer_group", format!("{group:?} {p}")))?;
     }
     if let Some(dead) = &sink.dead_letters {
+        if dead.schema.is_some() || dead.avro_schema_json.is_some() || dead.avro_schema_path.is_some() {
+            return Err((
+                "dead_letters.schema",
+                "is not taken: a dead letter is the message as it was stored, with headers saying why".into(),
+            ));
+        }
         valid_name(&dead.stream).map_err(|p| ("dead_letters.stream", format!("{:?} {p}", dead.stream)))?;
         valid_name(&dead.topic).map_err(|p| ("dead_letters.topic", format!("{:?} {p}", dead.topic)))?;
         if seen.contains(&(dead.stream.as_str(), dead.topic.as_str())) {

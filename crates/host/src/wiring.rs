@@ -21,7 +21,8 @@ use ferry_engine::delivery::Target;
 use ferry_engine::sink::{DeadLetters, Input, SinkConnector, SinkSettings};
 use ferry_engine::source::{SourceConnector, SourceSettings};
 use ferry_engine::status;
-use ferry_engine::transform::{Chain, ComponentLink};
+use ferry_engine::transform::codec::Codec;
+use ferry_engine::transform::{Chain, ComponentLink, Schemas};
 use ferry_iggy::{IggyInput, IggyTarget, Reading};
 use ferry_runtime::{
     CheckedComponent, Compiler, ConnectorComponent, EngineOptions, InstanceMeters, LoadError, PendingComponent,
@@ -322,7 +323,13 @@ impl Wiring {
         }
         let limits = connector.limits().clone();
         let span = status::connector_span(connector.key(), connector.tenant());
-        let chain = Chain::new(connector.transforms(), |transform| {
+        let key = connector.key();
+        let refuse = |problem: String| ConfigError {
+            file: config.file.clone(),
+            problem: format!("{}s (key `{key}`): {problem}", connector.role()),
+        };
+        let schemas = schemas(connector).map_err(refuse)?;
+        let chain = Chain::new(schemas, connector.transforms(), |transform| {
             let dropped = Arc::new(std::sync::atomic::AtomicU64::new(0));
             let budget = LogBudget::new(limits.log_lines_per_second, limits.log_burst, dropped);
             ComponentLink {
@@ -336,7 +343,8 @@ impl Wiring {
                 meters: InstanceMeters::default(),
                 instance: tokio::sync::Mutex::new(None),
             }
-        });
+        })
+        .map_err(refuse)?;
         // A connector without transform components keeps the digest of its own.
         let digest = match digests.as_slice() {
             [own] => *own,
@@ -646,6 +654,37 @@ impl Compiled for TransformWorld {
 
 /// The engine the config needs: fuel metering only if some connector asks for it,
 /// and a pool sized for the enabled connectors.
+/// The codecs of `connector`'s stream schemas: a source's one encoder, a sink's
+/// decoder for each topic it reads; or why an Avro schema is unusable.
+fn schemas(connector: &dyn ConnectorConfig) -> Result<Schemas, String> {
+    let codec = |schema: Option<ferry_config::schema::StreamSchema>| -> Result<Option<Codec>, String> {
+        let Some(schema) = schema else { return Ok(None) };
+        Codec::of(schema.schema, schema.avro.as_ref())
+    };
+    // The config was validated: its schema keys are consistent.
+    let checked =
+        |schema: Result<_, (&str, String)>| schema.map_err(|(key, problem)| format!("streams.{key}: {problem}"));
+    if let Some(source) = connector.as_any().downcast_ref::<SourceConfig>() {
+        let Some(stream) = source.streams.first() else { return Ok(Schemas::None) };
+        return Ok(codec(checked(stream.schema())?)
+            .map_err(|problem| format!("streams {}/{}: {problem}", stream.stream, stream.topic))?
+            .map_or(Schemas::None, Schemas::Encode));
+    }
+    let Some(sink) = connector.as_any().downcast_ref::<SinkConfig>() else { return Ok(Schemas::None) };
+    let mut codecs = HashMap::new();
+    for stream in &sink.streams {
+        let Some(codec) =
+            codec(checked(stream.schema())?).map_err(|problem| format!("streams {}: {problem}", stream.stream))?
+        else {
+            continue;
+        };
+        for topic in &stream.topics {
+            codecs.insert((stream.stream.clone(), topic.clone()), codec.clone());
+        }
+    }
+    Ok(if codecs.is_empty() { Schemas::None } else { Schemas::Decode(codecs) })
+}
+
 pub fn engine_options(config: &Config) -> EngineOptions {
     EngineOptions {
         fuel: config.connectors().any(|c| c.enabled() && c.limits().fuel.is_some()),

@@ -15,9 +15,10 @@ use std::path::{Path, PathBuf};
 use ferry_contract::Role;
 use serde::Deserialize as _;
 
+use super::Keys;
 use super::env::IggyEnv;
 use super::http_provider::FetchedConfig;
-use super::{Keys, not_yet};
+use crate::schema::Schema;
 use crate::{SinkConfig, SourceConfig};
 
 /// The most connector files a directory may hold: a directory of a million files is
@@ -251,25 +252,30 @@ fn connector(origin: &str, table: toml::Table) -> Result<(Role, String, u64, Con
     let mut checked = entry.clone();
     checked.insert("path".into(), "component.wasm".into());
     let problem = |e: toml::de::Error| format!("{origin}: {}", e.message());
-    match role {
-        Role::Source => SourceConfig::deserialize(toml::Value::Table(checked)).map(drop).map_err(problem)?,
-        Role::Sink => SinkConfig::deserialize(toml::Value::Table(checked)).map(drop).map_err(problem)?,
+    let schemas = match role {
+        Role::Source => {
+            let source = SourceConfig::deserialize(toml::Value::Table(checked)).map_err(problem)?;
+            source.streams.iter().map(|stream| stream.schema()).collect::<Vec<_>>()
+        }
+        Role::Sink => {
+            let sink = SinkConfig::deserialize(toml::Value::Table(checked)).map_err(problem)?;
+            sink.streams.iter().map(|stream| stream.schema()).collect()
+        }
+    };
+    if let Some((i, Err((key, problem)))) = schemas.into_iter().enumerate().find(|(_, schema)| schema.is_err()) {
+        return Err(format!("{origin}: [[streams]] {} {key}: {problem}", i + 1));
     }
     Ok((role, key, version, Connector { role, origin: origin.to_string(), enabled, plugin_path, entry }))
 }
 
-/// A stream's `schema`: the ones whose bytes ferry carries as they are.
+/// A stream's `schema`, which Iggy's runtime requires: ferry's streams take it as
+/// it is (and `avro_schema_json` / `avro_schema_path` with it).
 fn schema(stream: &mut Keys) -> Result<(), String> {
     let schema = stream.string("schema")?;
-    match stream.required("schema", schema)?.as_str() {
-        "json" | "raw" | "text" => Ok(()),
-        other @ ("proto" | "flat_buffer" | "avro") => Err(not_yet(
-            stream.error("schema", format!("{other:?}")),
-            "decoding and encoding this schema",
-            "use json, raw or text",
-        )),
-        other => Err(stream.error("schema", format!("{other:?} is none of json, raw, text, proto, flat_buffer, avro"))),
-    }
+    let schema = stream.required("schema", schema)?;
+    Schema::named(&schema).map_err(|problem| stream.error("schema", problem))?;
+    stream.table.insert("schema".into(), schema.into());
+    Ok(())
 }
 
 /// A source's one `[[streams]]`: where it delivers.

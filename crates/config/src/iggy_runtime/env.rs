@@ -53,8 +53,18 @@ const RUNTIME_KEYS: &[&str] = &[
 const CONNECTOR_KEYS: &[&str] = &["enabled", "name", "path", "version", "verbose", "benchmark", "plugin_config_format"];
 
 /// The keys of a `[[streams]]` entry that a variable may set.
-const STREAM_KEYS: &[&str] =
-    &["stream", "topic", "topics", "schema", "batch_length", "poll_interval", "consumer_group", "linger_time"];
+const STREAM_KEYS: &[&str] = &[
+    "stream",
+    "topic",
+    "topics",
+    "schema",
+    "batch_length",
+    "poll_interval",
+    "consumer_group",
+    "linger_time",
+    "avro_schema_json",
+    "avro_schema_path",
+];
 
 const PREFIX: &str = "IGGY_CONNECTORS_";
 

@@ -185,14 +185,18 @@ fn what_ferry_cannot_honour_is_refused_naming_the_file_and_the_key() {
             &["stdout.toml: invalid type: string \"yes\", expected a boolean"],
         ),
         (
-            "a converting transform",
-            STDOUT.replace("[transforms.add_fields]\nenabled = false", "[transforms.avro_convert]\nenabled = true"),
-            &["stdout.toml: transforms.avro_convert: converting between formats is not supported by ferry yet"],
+            "a converting transform with Iggy's protobuf schema",
+            STDOUT.replace(
+                "[transforms.add_fields]\nenabled = false",
+                "[transforms.proto_convert]\nenabled = true\nsource_format = \"proto\"\ntarget_format = \"json\"\n\
+                 schema_path = \"a.proto\"",
+            ),
+            &["stdout.toml: transforms.proto_convert.schema_path: ferry does not support this yet"],
         ),
         (
             "schema",
-            STDOUT.replace("schema = \"json\"", "schema = \"avro\""),
-            &["stdout.toml: [[streams]] 1 schema: \"avro\""],
+            STDOUT.replace("schema = \"json\"", "schema = \"protobuf\""),
+            &["stdout.toml: [[streams]] 1 schema: \"protobuf\" is none of json, raw, text, proto"],
         ),
         ("a typo of ferry's", format!("limitz = {{}}\n{STDOUT}"), &["stdout.toml: unknown field `limitz`"]),
         ("no key", STDOUT.replace("key = \"stdout\"", ""), &["stdout.toml key: missing"]),

@@ -5,6 +5,7 @@
 //!    │                                                                                  │
 //!  batch ─▶ transform ─▶ write ─ack──────────────────────────────▶ store the offset ────┤
 //!             │  │ all dropped ──────────────────────────────────────────▲              │
+//!             │  │ undecodable ─▶ dead letters (with the written ones) ──┤              │
 //!             │  │        │ reject(poison) ─▶ dead letters ──ok──────────┤              │
 //!             │  │        │ unwritable ─▶ split in halves, write each ───┘              │
 //!             │  │        │ retry ─▶ back off, write the same messages again            │
@@ -19,7 +20,10 @@
 //! (no `dead_letters` configured) is a retry: nothing is ever silently dropped.
 //! Shutdown is looked at between calls, so a call in flight always returns. A record
 //! the connector's transforms drop is not written, and the offset moves past it
-//! with the rest of its batch.
+//! with the rest of its batch. A record its stream's schema cannot decode (or a
+//! converting transform cannot convert) is never handed to the guest: it goes to the
+//! dead letters as it was stored, with why; with none configured the batch is tried
+//! again after a backoff, as a rejection is.
 //!
 //! A stored message the reader cannot hand over as it is (see `Unreadable`) never
 //! reaches the guest: it goes to the dead letters, with its reason, and the offset
@@ -115,8 +119,9 @@ impl SinkLoop<'_> {
         backoff: &mut Backoff,
         streak: &mut FailureStreak,
     ) -> Result<(), Exit> {
-        // 2. Transform it: what the guest gets, possibly nothing.
-        let (transformed, dropped) = self.transform(batch, backoff, streak).await?;
+        // 2. Transform it: what the guest gets, possibly nothing, and what cannot be
+        //    read as its schema says.
+        let (transformed, dropped, unreadable) = self.transform(batch, backoff, streak).await?;
 
         // 3. Write it, and dead-letter what can never be written.
         let mut dead = Vec::new();
@@ -124,6 +129,7 @@ impl SinkLoop<'_> {
             dead = self.write(&transformed, backoff, streak).await?;
             self.deliver_dead_letters(&transformed, &dead, backoff, streak).await?;
         }
+        self.deliver_dead_letters(batch, &unreadable, backoff, streak).await?;
 
         // 4. Store the offset past it: past what was read, dropped records too.
         let generation = self.commit(batch, backoff, streak).await?;
@@ -140,8 +146,8 @@ impl SinkLoop<'_> {
             topic: &batch.topic,
             partition: batch.partition,
             end: end_of(batch),
-            messages: transformed.messages.len(),
-            dead: dead.len(),
+            messages: transformed.messages.len() + unreadable.len(),
+            dead: dead.len() + unreadable.len(),
             generation,
         };
         self.status.filtered(dropped);
@@ -149,20 +155,35 @@ impl SinkLoop<'_> {
         Ok(())
     }
 
-    /// `batch` after the connector's transforms (the same batch without any), and how
-    /// many records they dropped; a failure is tried again after a backoff.
+    /// `batch` after the connector's transforms (the same batch without any), how
+    /// many records they dropped, and the records its schemas cannot read (indexes
+    /// in `batch`, and why) for the dead letters; a failure, or such records with no
+    /// dead letters to take them, is tried again after a backoff.
+    #[allow(clippy::type_complexity)]
     async fn transform<'b>(
         &mut self,
         batch: &'b SinkBatch,
         backoff: &mut Backoff,
         streak: &mut FailureStreak,
-    ) -> Result<(Cow<'b, SinkBatch>, usize), Exit> {
-        let Some(chain) = self.connector.transforms.clone() else { return Ok((Cow::Borrowed(batch), 0)) };
+    ) -> Result<(Cow<'b, SinkBatch>, usize, Vec<(usize, String)>), Exit> {
+        let Some(chain) = self.connector.transforms.clone() else { return Ok((Cow::Borrowed(batch), 0, Vec::new())) };
         loop {
-            match self.status.timed(Stage::Transform, chain.batch(batch)).await {
-                Ok(transformed) => return Ok((Cow::Owned(transformed.records), transformed.dropped)),
-                Err(error) => self.retry_later(error.to_string(), backoff, streak).await?,
-            }
+            let problem = match self.status.timed(Stage::Transform, chain.batch(batch)).await {
+                Ok(transformed) if transformed.rejected.is_empty() || self.connector.dead_letters.is_some() => {
+                    return Ok((Cow::Owned(transformed.records), transformed.dropped, transformed.rejected));
+                }
+                Ok(transformed) => {
+                    let (index, problem) = &transformed.rejected[0];
+                    let offset = batch.messages[*index].offset;
+                    format!(
+                        "the message at offset {offset} is {problem} ({} such in the batch), and no dead_letters are \
+                         configured to take it",
+                        transformed.rejected.len()
+                    )
+                }
+                Err(error) => error.to_string(),
+            };
+            self.retry_later(problem, backoff, streak).await?;
         }
     }
 

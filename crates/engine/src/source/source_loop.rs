@@ -17,7 +17,8 @@
 //! that keeps it in the same transaction as the batch (the local log does, which makes
 //! it exactly-once); the commit to the cursor store is still what an ACK waits for.
 //! A record the connector's transforms drop is not delivered, and the cursor moves
-//! past it with the rest of its batch.
+//! past it with the rest of its batch; one its stream's schema cannot encode (or a
+//! converting transform cannot convert) makes the batch a NACK `rejected` naming it.
 
 use std::sync::Arc;
 
@@ -118,6 +119,14 @@ impl SourceLoop<'_> {
         let mut dropped = 0;
         if let Some(chain) = &self.connector.transforms {
             match self.status.timed(Stage::Transform, chain.messages(messages)).await {
+                Ok(transformed) if !transformed.rejected.is_empty() => {
+                    let (index, problem) = &transformed.rejected[0];
+                    let more = transformed.rejected.len() - 1;
+                    return nack(
+                        NackReason::Rejected,
+                        format!("record {index} of the batch is {problem} ({more} more like it)"),
+                    );
+                }
                 Ok(transformed) => (messages, dropped) = (transformed.records, transformed.dropped),
                 Err(error) => return nack(NackReason::DeliveryFailed, error.to_string()),
             }

@@ -19,14 +19,16 @@
 //! * `chain.rs`: the links in order, on a batch.
 
 mod chain;
+pub mod codec;
 mod component;
+mod convert;
 mod fields;
 mod filter;
 
 use ferry_config::transforms::Transform;
 use serde_json::Value;
 
-pub use chain::{Chain, Link, TransformError, Transformed};
+pub use chain::{Chain, Link, Schemas, TransformError, Transformed};
 pub use component::ComponentLink;
 
 /// Consecutive field transforms, ready to run.
@@ -61,6 +63,7 @@ impl Pipeline {
                 Transform::FilterFields(filter) => Step::Filter(filter.clone()),
                 Transform::UnwrapEnvelope(field) => Step::Unwrap(field.clone()),
                 Transform::Component(component) => panic!("component `{}` in a field pipeline", component.name),
+                Transform::Convert(convert) => panic!("`{}` in a field pipeline", convert.name),
             })
             .collect();
         Some(Pipeline { steps })

@@ -156,3 +156,106 @@ fields = [{ key = "unwrapped", value.static = true }]
         assert_eq!(p.apply(record), None, "{}", String::from_utf8_lossy(record));
     }
 }
+
+mod schemas {
+    //! Stream schemas and converting transforms in a chain: what cannot be read is
+    //! reported by its index in the batch, never dropped unsaid.
+
+    use std::collections::HashMap;
+
+    use ferry_config::schema::Schema;
+    use ferry_contract::Uint128;
+    use serde_json::{Value, json};
+
+    use super::transforms;
+    use crate::sink::input::{SinkBatch, StoredMessage};
+    use crate::transform::codec::Codec;
+    use crate::transform::{Chain, Schemas};
+
+    const POINT: &str = r#"{"type": "record", "name": "P", "fields": [{"name": "x", "type": "long"}]}"#;
+
+    fn avro() -> Codec {
+        Codec::new(Schema::Avro, Some(POINT)).unwrap().unwrap()
+    }
+
+    fn stored(offset: u64, payload: Vec<u8>) -> StoredMessage {
+        StoredMessage {
+            offset,
+            id: Uint128::from(u128::from(offset)),
+            timestamp: 0,
+            origin_timestamp: None,
+            headers: vec![],
+            payload,
+        }
+    }
+
+    fn block_on<F: std::future::Future>(future: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(future)
+    }
+
+    #[test]
+    fn a_sinks_records_are_decoded_by_their_topics_schema_and_an_undecodable_one_is_reported() {
+        let datum = |x: i64| avro().encode(json!({"x": x}).to_string().as_bytes()).unwrap().unwrap();
+        let codecs = HashMap::from([(("s".to_string(), "t".to_string()), avro())]);
+        let chain = Chain::new(
+            Schemas::Decode(codecs),
+            &transforms(
+                "[transforms.add_fields]\nenabled = true\nfields = [{ key = \"seen\", value.static = true }]\n\
+                 [transforms.proto_convert]\nenabled = true\nsource_format = \"json\"\ntarget_format = \"proto\"",
+            ),
+            |_| unreachable!("no components"),
+        )
+        .unwrap()
+        .unwrap();
+        let batch = SinkBatch {
+            stream: "s".into(),
+            topic: "t".into(),
+            partition: 1,
+            messages: vec![stored(10, datum(1)), stored(11, datum(2)), stored(12, vec![0xff]), stored(13, datum(4))],
+        };
+        let out = block_on(chain.batch(&batch)).unwrap();
+        assert_eq!(out.dropped, 0);
+        assert_eq!(out.rejected.len(), 1);
+        assert_eq!(out.rejected[0].0, 2, "the index in the batch");
+        assert!(out.rejected[0].1.starts_with("not avro as its stream's schema says"), "{}", out.rejected[0].1);
+        let offsets: Vec<u64> = out.records.messages.iter().map(|m| m.offset).collect();
+        assert_eq!(offsets, [10, 11, 13], "the others go on with their offsets");
+        // Decoded, transformed, then converted to a protobuf Any holding the JSON.
+        use prost::Message as _;
+        let any = prost_types::Any::decode(out.records.messages[2].payload.as_slice()).unwrap();
+        assert_eq!(serde_json::from_slice::<Value>(&any.value).unwrap(), json!({"x": 4, "seen": true}));
+
+        // Another topic has no schema: its records pass as they are.
+        let other = SinkBatch { topic: "u".into(), messages: vec![stored(0, br#"{"x": 1}"#.to_vec())], ..batch };
+        let out = block_on(chain.batch(&other)).unwrap();
+        assert!(out.rejected.is_empty());
+        let any = prost_types::Any::decode(out.records.messages[0].payload.as_slice()).unwrap();
+        assert_eq!(serde_json::from_slice::<Value>(&any.value).unwrap(), json!({"x": 1, "seen": true}));
+    }
+
+    #[test]
+    fn a_sources_records_are_encoded_last_and_one_that_does_not_fit_is_reported() {
+        let chain = Chain::new(
+            Schemas::Encode(avro()),
+            &transforms(
+                "[transforms.avro_convert]\nenabled = true\nsource_format = \"json\"\ntarget_format = \"json\"\n\
+                 field_mappings = { seq = \"x\" }",
+            ),
+            |_| unreachable!("no components"),
+        )
+        .unwrap()
+        .unwrap();
+        let message = |payload: &str| ferry_contract::Message {
+            id: None,
+            headers: vec![],
+            payload: payload.as_bytes().to_vec().into(),
+            origin_timestamp: None,
+        };
+        let out = block_on(chain.messages(vec![message(r#"{"seq": 5}"#), message(r#"{"seq": "five"}"#)])).unwrap();
+        assert_eq!(out.rejected.len(), 1);
+        assert_eq!(out.rejected[0].0, 1);
+        assert!(out.rejected[0].1.starts_with("not encodable as avro"), "{}", out.rejected[0].1);
+        let decoded = avro().decode(&out.records[0].payload).unwrap().unwrap();
+        assert_eq!(serde_json::from_slice::<Value>(&decoded).unwrap(), json!({"x": 5}), "renamed, then encoded");
+    }
+}

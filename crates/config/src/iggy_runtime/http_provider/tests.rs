@@ -256,7 +256,7 @@ fn a_bad_answer_or_a_bad_config_in_it_is_named_by_the_url_and_the_connector() {
             &["sinks.stdout: its key is \"other\", not the `stdout` it is listed under"],
         ),
         (
-            "a schema ferry cannot decode yet",
+            "avro with no Avro schema",
             format!(
                 r#"{{"data": {}}}"#,
                 ACTIVE.replace(
@@ -264,7 +264,7 @@ fn a_bad_answer_or_a_bad_config_in_it_is_named_by_the_url_and_the_connector() {
                     "\"topics\": [\"example_topic\"], \"schema\": \"avro\""
                 )
             ),
-            &["sinks.stdout: [[streams]] 1 schema: \"avro\""],
+            &["sinks.stdout: [[streams]] 1 schema: \"avro\" needs the Avro schema"],
         ),
     ];
     for (case, answer, words) in cases {
