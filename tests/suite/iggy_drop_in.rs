@@ -419,3 +419,95 @@ fn connectors_from_an_iggy_config_server_run_and_a_reload_asks_it_again() {
     assert_eq!(seqs(&delivered), (0..700).collect::<Vec<_>>());
     assert_eq!(seqs_once(&written(&site.path("out"))), (0..700).collect());
 }
+
+/// The random source's records, as Avro.
+const RANDOM_AVRO: &str = r#"{"type": "record", "name": "Random", "fields": [{"name": "seq", "type": "long"}, {"name": "text", "type": "string"}]}"#;
+
+#[test]
+fn iggys_avro_schema_encodes_a_sources_records_and_decodes_a_sinks_and_what_is_not_avro_is_dead_lettered() {
+    let Some(server) = live_server(
+        "iggy_drop_in::iggys_avro_schema_encodes_a_sources_records_and_decodes_a_sinks_and_what_is_not_avro_is_dead_lettered",
+    ) else {
+        return;
+    };
+    const COUNT: u64 = 300;
+    let schema = apache_avro::Schema::parse_str(RANDOM_AVRO).unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    // Two messages already in the topic that are not records of the schema: one cut
+    // short, one with a byte after its datum.
+    runtime.block_on(async {
+        use iggy::prelude::*;
+        let client = server.client().await;
+        let (stream, topic) = IggyServer::create_topic(&client, "example_stream", "example_topic").await;
+        IggyServer::create_topic(&client, "dead", "archive").await;
+        let record = apache_avro::types::Value::Record(vec![
+            ("seq".into(), apache_avro::types::Value::Long(1_000_000)),
+            ("text".into(), apache_avro::types::Value::String("x".into())),
+        ]);
+        let writer = apache_avro::writer::datum::GenericDatumWriter::builder(&schema).build().unwrap();
+        let mut trailing = writer.write_value_to_vec(record).unwrap();
+        trailing.push(0);
+        let mut bad: Vec<IggyMessage> = [vec![0x02], trailing]
+            .into_iter()
+            .map(|payload| IggyMessage::builder().payload(payload.into()).build().unwrap())
+            .collect();
+        client.send_messages(&stream, &topic, &Partitioning::balanced(), &mut bad).await.unwrap();
+    });
+
+    let site = Site::new();
+    copy(RANDOM_SOURCE, &site.path("components/random_source.wasm"));
+    copy(FILE_SINK, &site.path("components/file_sink.wasm"));
+    std::fs::create_dir_all(site.path("out")).unwrap();
+    std::fs::create_dir_all(site.path("schemas")).unwrap();
+    std::fs::create_dir_all(site.path("connectors")).unwrap();
+    std::fs::write(site.path("schemas/random.avsc"), RANDOM_AVRO).unwrap();
+    // The source writes Avro (its schema in a file); the sink reads it (the schema
+    // inline), with ferry's dead letters added to Iggy's file.
+    let source = random(0, COUNT)
+        .replace("schema = \"json\"", "schema = \"avro\"\navro_schema_path = \"schemas/random.avsc\"")
+        .replace("[transforms.add_fields]\nenabled = true", "[transforms.add_fields]\nenabled = false")
+        .replace("[transforms.delete_fields]\nenabled = true", "[transforms.delete_fields]\nenabled = false");
+    site.config("connectors/random.toml", &source);
+    let sink = ARCHIVE
+        .replace("schema = \"json\"", &format!("schema = \"avro\"\navro_schema_json = '{RANDOM_AVRO}'"))
+        .replace("[transforms.update_fields]\nenabled = true", "[transforms.update_fields]\nenabled = false")
+        .replace("[transforms.filter_fields]\nenabled = true", "[transforms.filter_fields]\nenabled = false")
+        .replace("[grants]", "[dead_letters]\nstream = \"dead\"\ntopic = \"archive\"\n\n[grants]");
+    site.config("connectors/archive.toml", &sink);
+    let config = site.config("config.toml", &runtime_config(&server));
+
+    let mut run = Ferry::start(&config, &[]);
+    until("every record in the sink's files", || written(&site.path("out")).len() as u64 == COUNT);
+    let mut dead = Vec::new();
+    until("both dead letters in Iggy", || {
+        dead = runtime.block_on(server.read_all("dead", "archive"));
+        dead.len() == 2
+    });
+    run.signal(Signal::SIGTERM);
+    assert!(run.wait().success(), "{}", run.log());
+
+    // In Iggy: Avro datums an independent reader reads under the schema, every seq once.
+    let delivered = runtime.block_on(server.read_all("example_stream", "example_topic"));
+    let reader = apache_avro::reader::datum::GenericDatumReader::builder(&schema).build().unwrap();
+    let mut seqs: Vec<u64> = Vec::new();
+    for message in &delivered[2..] {
+        let value = reader.read_value(&mut &message.payload[..]).expect("an Avro datum");
+        let json = serde_json::Value::try_from(value).unwrap();
+        seqs.push(json["seq"].as_u64().unwrap());
+    }
+    assert_eq!(seqs, (0..COUNT).collect::<Vec<_>>());
+    // The sink's guest got JSON, decoded: every seq once.
+    assert_eq!(seqs_once(&written(&site.path("out"))), (0..COUNT).collect());
+    for payload in written_payloads(&site.path("out")) {
+        assert!(payload["text"].is_string(), "{payload}");
+    }
+    // The two that are not Avro of the schema: dead-lettered as they were stored, with why.
+    assert_eq!(dead[0].payload.as_ref(), &[0x02]);
+    assert_eq!(dead[1].payload.last(), Some(&0));
+    for (letter, why) in dead.iter().zip(["not an Avro datum of the schema", "1 byte(s) after the Avro datum"]) {
+        let headers = letter.user_headers_map().unwrap().unwrap();
+        let key = iggy::prelude::HeaderKey::try_from("ferry-dead-letter-reason").unwrap();
+        let reason = headers[&key].as_str().unwrap().to_string();
+        assert!(reason.contains("not avro as its stream's schema says") && reason.contains(why), "{reason}");
+    }
+}

@@ -234,3 +234,79 @@ component = "{FAULTY_SOURCE}"
     let stdout = String::from_utf8_lossy(&inspected.stdout);
     assert!(stdout.contains("transform: yes: implements iggy:connector/transform-component@"), "{stdout}");
 }
+
+/// A record whose stream's schema cannot hold it: the source's batch is NACKed
+/// `rejected` naming the record, and nothing is delivered; a stored record that is
+/// not what the sink's stream's schema says, with no dead letters to take it, holds
+/// its partition (said, with its offset and why), and nothing is written or skipped.
+#[test]
+fn records_that_are_not_what_their_streams_schema_says_hold_their_batch_and_are_named() {
+    let site = Site::new();
+    std::fs::create_dir_all(site.path("out")).unwrap();
+    // `seq` as a string: the sources' JSON numbers do not fit.
+    let schema = r#"{"type": "record", "name": "R", "fields": [{"name": "seq", "type": "string"}]}"#;
+    let config = site.config(
+        "ferry.toml",
+        &format!(
+            r#"
+[state]
+path = "state"
+
+[local_log]
+path = "log"
+
+[[sources]]
+key = "strict"
+path = "{FAULTY_SOURCE}"
+poll_interval = "2ms"
+nack_backoff = {{ initial = "1ms", max = "5ms" }}
+max_consecutive_nacks = 1000000
+streams = [{{ stream = "demo", topic = "strict", schema = "avro", avro_schema_json = '{schema}' }}]
+plugin_config = {{ max_count = 10, messages_per_batch = 5 }}
+
+[[sources]]
+key = "plain"
+path = "{FAULTY_SOURCE}"
+poll_interval = "2ms"
+streams = [{{ stream = "demo", topic = "plain" }}]
+plugin_config = {{ max_count = 10, messages_per_batch = 5 }}
+
+[[sinks]]
+key = "archive"
+path = "{FILE_SINK}"
+poll_interval = "2ms"
+retry_backoff = {{ initial = "1ms", max = "5ms" }}
+max_consecutive_nacks = 1000000
+streams = [{{ stream = "demo", topics = ["plain"], schema = "proto" }}]
+grants = {{ dirs = [{{ host = "out", guest = "/out", writable = true }}] }}
+plugin_config = {{ directory = "/out" }}
+"#
+        ),
+    );
+    let mut run = Ferry::start(&config, &[]);
+    let nack = run.wait_for_line(&["key=strict", "NACK"]);
+    assert!(
+        nack.contains("rejected")
+            && nack.contains("record 0 of the batch is not encodable as avro, its stream's schema")
+            && nack.contains("does not fit the Avro schema"),
+        "{nack}"
+    );
+    let held = run.wait_for_line(&["key=archive", "no dead_letters are configured"]);
+    assert!(
+        held.contains("the message at offset 0 is not proto as its stream's schema says: not a protobuf Any"),
+        "{held}"
+    );
+    run.signal(Signal::SIGTERM);
+    assert!(run.wait().success(), "{}", run.log());
+
+    // Nothing of the strict source was delivered, its cursor never moved; the plain
+    // one's records are all in the log, none written by the sink, its offset unmoved.
+    assert!(LocalLog::read_all(&site.log_dir(), "demo", "strict").unwrap_or_default().is_empty());
+    assert_eq!(LocalLog::read_all(&site.log_dir(), "demo", "plain").unwrap().len(), 10);
+    assert!(written(&site.path("out")).is_empty());
+    let status = read_status_file(&status_file_path(&site.path("state"))).unwrap();
+    let strict = status.connectors.iter().find(|c| c.key == "strict").unwrap();
+    assert_eq!(strict.messages_delivered, 0, "{strict:?}");
+    let archive = status.connectors.iter().find(|c| c.key == "archive").unwrap();
+    assert_eq!(archive.messages_delivered, 0, "{archive:?}");
+}

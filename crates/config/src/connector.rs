@@ -141,6 +141,17 @@ macro_rules! connector_config {
             fn plugin_config_format(&self) -> Option<crate::PluginConfigFormat> {
                 self.plugin_config_format
             }
+            fn schema_files(&self) -> Vec<&std::path::Path> {
+                let streams = self.streams.iter().filter_map(|stream| stream.avro_schema_path.as_deref());
+                let converters = self.transforms.0.iter().filter_map(|transform| match transform {
+                    crate::transforms::Transform::Convert(crate::transforms::ConvertTransform {
+                        avro: Some(crate::schema::AvroSchema::Path(path)),
+                        ..
+                    }) => Some(path.as_path()),
+                    _ => None,
+                });
+                streams.chain(converters).collect()
+            }
             fn paths_mut(&mut self) -> Vec<&mut std::path::PathBuf> {
                 let mut paths = vec![&mut self.path];
                 paths.extend(self.grants.paths_mut());
@@ -186,6 +197,8 @@ pub trait ConnectorConfig: std::fmt::Debug + Send + Sync {
     fn plugin_config_format(&self) -> Option<crate::PluginConfigFormat>;
     /// Every path in it, to resolve against the config file's directory.
     fn paths_mut(&mut self) -> Vec<&mut PathBuf>;
+    /// The Avro schema files its streams and converting transforms read.
+    fn schema_files(&self) -> Vec<&std::path::Path>;
 
     /// The guest's `plugin_config` as the JSON document its `open` receives, with
     /// its secrets read and added. The error names the secret and where it was

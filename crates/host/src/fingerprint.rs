@@ -34,6 +34,11 @@ pub fn fingerprint(config: &Config, connector: &dyn ConnectorConfig, component: 
     part(connector.grants().reach(&config.sections).as_bytes());
     part(format!("{:?}", connector.tenant().and_then(|t| config.tenant(t))).as_bytes());
     part(config.state_dir_of(connector).as_os_str().as_encoded_bytes());
+    // The Avro schemas it reads from files: a changed schema is a change (one that
+    // cannot be read is refused when its chain is built).
+    for file in connector.schema_files() {
+        part(&std::fs::read(file).unwrap_or_default());
+    }
     Fingerprint(hasher.finalize().into())
 }
 
@@ -75,5 +80,22 @@ secrets = {{ token = {{ file = "{}" }} }}
         let before = of(&base, &component);
         std::fs::write(&secret, "two").unwrap();
         assert_ne!(before, of(&base, &component), "a secret's value, from the same place");
+    }
+
+    #[test]
+    fn a_connector_is_changed_by_the_avro_schema_file_its_stream_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let schema = dir.path().join("r.avsc");
+        std::fs::write(&schema, r#""long""#).unwrap();
+        let text = format!(
+            "[[sources]]\nkey = \"a\"\npath = \"a.wasm\"\nstreams = [{{ stream = \"s\", topic = \"t\", schema = \"avro\", \
+             avro_schema_path = \"{}\" }}]\n",
+            schema.display()
+        );
+        let config = Config::parse(Path::new("conf/ferry.toml"), &text, Vec::new()).unwrap_or_else(|e| panic!("{e}"));
+        let before = of(&config, &[7; 32]);
+        assert_eq!(before, of(&config, &[7; 32]));
+        std::fs::write(&schema, r#""string""#).unwrap();
+        assert_ne!(before, of(&config, &[7; 32]), "the schema's text");
     }
 }
