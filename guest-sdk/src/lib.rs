@@ -142,6 +142,8 @@ mod alloc;
 pub mod bindings;
 mod driver;
 mod error;
+#[cfg(target_arch = "wasm32")]
+pub mod granted;
 mod json;
 pub mod log;
 mod message;

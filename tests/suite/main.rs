@@ -14,6 +14,7 @@ mod control;
 mod crash;
 mod examples;
 mod faults;
+mod file_source;
 mod flow;
 mod http_api;
 mod iggy_drop_in;

@@ -95,27 +95,27 @@ impl DataFile {
     pub fn open(path: &Path) -> io::Result<DataFile> {
         use wasi::filesystem::types::{DescriptorFlags, OpenFlags, PathFlags};
 
-        let (preopen, rest) = crate::granted::resolve(path)?;
+        let (preopen, rest) = ferry_guest::granted::resolve(path)?;
         preopen
             .open_at(PathFlags::SYMLINK_FOLLOW, &rest, OpenFlags::CREATE, DescriptorFlags::WRITE)
             .map(DataFile)
-            .map_err(crate::granted::io_error)
+            .map_err(ferry_guest::granted::io_error)
     }
 
     /// Write some of `bytes` at `offset`; how many.
     fn write_at(&self, bytes: &[u8], offset: u64) -> io::Result<usize> {
         // At most `bytes.len()`, so it fits a `usize`.
-        self.0.write(bytes, offset).map(|written| written as usize).map_err(crate::granted::io_error)
+        self.0.write(bytes, offset).map(|written| written as usize).map_err(ferry_guest::granted::io_error)
     }
 
     /// Make the file's data (and its length) durable.
     pub fn sync_data(&self) -> io::Result<()> {
-        self.0.sync_data().map_err(crate::granted::io_error)
+        self.0.sync_data().map_err(ferry_guest::granted::io_error)
     }
 
     /// Cut the file (or extend it with zeros) to `len` bytes.
     pub fn set_len(&self, len: u64) -> io::Result<()> {
-        self.0.set_size(len).map_err(crate::granted::io_error)
+        self.0.set_size(len).map_err(ferry_guest::granted::io_error)
     }
 }
 

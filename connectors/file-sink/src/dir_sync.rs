@@ -18,7 +18,7 @@ pub fn sync_dir(dir: &Path) -> io::Result<()> {
 pub fn sync_dir(dir: &Path) -> io::Result<()> {
     use wasi::filesystem::types::{DescriptorFlags, OpenFlags, PathFlags};
 
-    use crate::granted;
+    use ferry_guest::granted;
 
     let (preopen, rest) = granted::resolve(dir)?;
     if rest.is_empty() {

@@ -40,8 +40,6 @@
 
 mod data_file;
 mod dir_sync;
-#[cfg(target_arch = "wasm32")]
-mod granted;
 mod marks;
 mod naming;
 mod store;

@@ -1,10 +1,11 @@
-//! The granted directory (WASI preopen) that holds a path, for the calls the sink
-//! makes through WASI 0.2 directly rather than through `std::fs` (see
-//! `dir_sync.rs` and `data_file.rs` for why).
+//! The granted directory (WASI preopen) that holds a path, for the calls a guest
+//! makes through WASI 0.2 directly rather than through `std::fs`: what the
+//! preview-1 adapter the guests are built with cannot do (sync a directory, write at
+//! an offset without a seek, tell one file from another across a rename).
 //!
 //! `std::fs` paths are resolved by wasi-libc against the preopens; WASI 0.2 calls
-//! take a descriptor and a path relative to it, so the sink resolves the path the
-//! same way: against the preopen with the longest guest path that contains it, a
+//! take a descriptor and a path relative to it, so this resolves the path the same
+//! way: against the preopen with the longest guest path that contains it, a
 //! relative path being relative to `/` (wasi-libc's working directory).
 
 use std::io;
@@ -28,6 +29,22 @@ pub fn resolve(path: &Path) -> io::Result<(Descriptor, String)> {
         .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "not inside any granted directory"))?;
     let rest = rest.into_os_string().into_string().map_err(|_| io::Error::other("the path is not UTF-8"))?;
     Ok((preopen, rest))
+}
+
+/// Which file `path` is: the same value for the same file under any name (a rename
+/// keeps it), another for another file, as long as both exist. WASI's
+/// `metadata-hash` of the file (the host hashes its device and inode).
+pub fn identity(path: &Path) -> io::Result<u128> {
+    use wasi::filesystem::types::PathFlags;
+
+    let (preopen, rest) = resolve(path)?;
+    let hash = if rest.is_empty() {
+        preopen.metadata_hash()
+    } else {
+        preopen.metadata_hash_at(PathFlags::SYMLINK_FOLLOW, &rest)
+    }
+    .map_err(io_error)?;
+    Ok((u128::from(hash.upper) << 64) | u128::from(hash.lower))
 }
 
 /// A WASI error as an I/O error, worded like the OS's own: "No space left on

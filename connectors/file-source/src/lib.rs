@@ -1,0 +1,278 @@
+//! A source that tails the files matching a glob in a granted directory and
+//! delivers each complete line once: as it is, as a JSON value, or as the JSON
+//! object of a CSV row.
+//!
+//! The cursor (`cursor.rs`) holds, for each file being read, which file it is (its
+//! identity: device and inode, which a rename keeps), its name, and the byte offset
+//! after its last delivered line; the host commits it only after the batch was
+//! delivered, and into the local log in the same transaction as the batch, so every
+//! line arrives exactly once there (at least once into Iggy, with the same ids).
+//!
+//! What happens to a file, said in the log once each:
+//!
+//! * **new**: read from its beginning (or its end, with `start_at = "end"`);
+//! * **rotated** (renamed, a new file under the old name): the renamed file is read to
+//!   its end under its new name, even one the pattern no longer matches, then let go;
+//!   the new file is a new file;
+//! * **truncated** (smaller than the offset reached): read again from its beginning;
+//! * **deleted**: let go; what was not delivered of it is gone with it, and the log
+//!   says from which byte.
+//!
+//! A line without its newline yet is left until its newline arrives.
+//!
+//! `plugin_config`:
+//!
+//! | key              | default     | meaning                                                              |
+//! |------------------|-------------|----------------------------------------------------------------------|
+//! | `path`           | required    | the files: a directory and a file-name glob, `/logs/app-*.log`        |
+//! | `format`         | `"lines"`   | `lines`, `json_lines` (a line that is not JSON is an error naming it), `csv` (one row a line, the first line the header) |
+//! | `batch_size`     | 1000        | records per batch, at most (1 to 10,000)                             |
+//! | `max_line_bytes` | 1 MiB       | a longer line is an error naming the file and the byte               |
+//! | `start_at`       | `"beginning"` | where a file first seen is read from: `beginning` or `end`         |
+//!
+//! Each record has the headers `file` (its name) and `offset` (the byte its line
+//! starts at).
+
+mod config;
+mod cursor;
+mod identity;
+mod records;
+
+use std::collections::{HashMap, HashSet};
+use std::io::{Read, Seek, SeekFrom};
+use std::path::PathBuf;
+
+use ferry_guest::{Batch, Error, Message, Source};
+
+use crate::config::{Config, Format, StartAt};
+use crate::cursor::{Cursor, Tracked};
+use crate::records::At;
+
+/// The most bytes read from a file for one batch (more when a line may be longer).
+const READ_BUDGET: u64 = 4 * 1024 * 1024;
+
+struct FileSource {
+    config: Config,
+    /// Where a file first seen, not yet in the committed cursor, starts: fixed when
+    /// first seen, so that `start_at = "end"` means that moment's end.
+    first_seen: HashMap<String, u64>,
+    /// The CSV header of each file, by identity.
+    headers: HashMap<String, Vec<String>>,
+    /// What was said in the log already, so that a poll repeated says it once.
+    said: HashSet<String>,
+}
+
+/// A file in the directory, as a poll finds it.
+struct Found {
+    name: String,
+    path: PathBuf,
+    identity: String,
+    size: u64,
+}
+
+impl Source for FileSource {
+    type Config = Config;
+    type Cursor = Cursor;
+
+    fn open(config: Config, cursor: &Cursor) -> Result<Self, Error> {
+        std::fs::read_dir(&config.directory).map_err(|e| {
+            Error::msg(format!("cannot read the directory {} (is it granted?): {e}", config.directory.display()))
+        })?;
+        ferry_guest::info!(
+            "file source: reading {}/{} as {:?}, {} file(s) in its cursor",
+            config.directory.display(),
+            config.pattern,
+            config.format,
+            cursor.files.len()
+        );
+        Ok(FileSource { config, first_seen: HashMap::new(), headers: HashMap::new(), said: HashSet::new() })
+    }
+
+    fn poll(&mut self, cursor: &Cursor) -> Result<Option<Batch<Cursor>>, Error> {
+        // A file's first start is kept until a committed cursor holds it (a NACKed
+        // batch must not move `start_at = "end"` on).
+        self.first_seen.retain(|identity, _| cursor.get(identity).is_none());
+        let (matching, renamed_away) = self.scan(cursor)?;
+        let mut next = Cursor::default();
+        let mut messages = Vec::new();
+        for (found, matches) in matching.iter().map(|f| (f, true)).chain(renamed_away.iter().map(|f| (f, false))) {
+            let start = self.start(cursor, found);
+            let offset =
+                if messages.len() < self.config.batch_size { self.read(found, start, &mut messages)? } else { start };
+            if !matches && offset == found.size {
+                self.say(format!("`{}` (rotated out of the pattern) was read to its end: letting it go", found.name));
+                if offset == start {
+                    continue;
+                }
+            }
+            next.files.push(Tracked { identity: found.identity.clone(), name: found.name.clone(), offset });
+        }
+        for tracked in &cursor.files {
+            let here = |f: &Found| f.identity == tracked.identity;
+            if !matching.iter().any(here) && !renamed_away.iter().any(here) {
+                self.say(format!(
+                    "`{}` was deleted: letting it go (it had been delivered up to byte {})",
+                    tracked.name, tracked.offset
+                ));
+            }
+        }
+        if messages.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(Batch::new(messages, next)))
+    }
+}
+
+impl FileSource {
+    /// The files matching the pattern, by name; and the files of the cursor that no
+    /// longer match it under their new name (rotated away) but have not been read
+    /// to their end.
+    fn scan(&mut self, cursor: &Cursor) -> Result<(Vec<Found>, Vec<Found>), Error> {
+        let directory = &self.config.directory;
+        let entries = std::fs::read_dir(directory)
+            .map_err(|e| Error::msg(format!("cannot read the directory {}: {e}", directory.display())))?;
+        let mut matching = Vec::new();
+        let mut others = Vec::new();
+        for entry in entries.filter_map(Result::ok) {
+            let Ok(name) = entry.file_name().into_string() else { continue };
+            if entry.file_type().map(|t| !t.is_file()).unwrap_or(true) {
+                continue;
+            }
+            if self.config.pattern.matches(&name) { matching.push(name) } else { others.push(name) }
+        }
+        matching.sort();
+        let found = |name: String| -> Option<Found> {
+            let path = directory.join(&name);
+            // A file gone between the listing and now is simply not there.
+            let size = std::fs::metadata(&path).ok()?.len();
+            let identity = identity::identity(&path).ok()?;
+            Some(Found { name, path, identity, size })
+        };
+        let matching: Vec<Found> = matching.into_iter().filter_map(found).collect();
+        let missing: Vec<&Tracked> =
+            cursor.files.iter().filter(|t| !matching.iter().any(|f| f.identity == t.identity)).collect();
+        let mut renamed_away = Vec::new();
+        if !missing.is_empty() {
+            others.sort();
+            for other in others.into_iter().filter_map(found) {
+                if missing.iter().any(|t| t.identity == other.identity) {
+                    renamed_away.push(other);
+                }
+            }
+        }
+        Ok((matching, renamed_away))
+    }
+
+    /// Where to read `found` from: its offset in the cursor (a rename and a
+    /// truncation said), or for a file first seen, its beginning or end.
+    fn start(&mut self, cursor: &Cursor, found: &Found) -> u64 {
+        let Some(tracked) = cursor.get(&found.identity) else {
+            let start = match self.config.start_at {
+                StartAt::Beginning => 0,
+                StartAt::End => found.size,
+            };
+            let start = *self.first_seen.entry(found.identity.clone()).or_insert(start);
+            self.say(format!("`{}` is new: reading it from byte {start}", found.name));
+            return start;
+        };
+        if tracked.name != found.name {
+            self.say(format!(
+                "`{}` was renamed to `{}` (rotated): reading on from byte {}",
+                tracked.name, found.name, tracked.offset
+            ));
+        }
+        if found.size < tracked.offset {
+            self.say(format!(
+                "`{}` was truncated to {} bytes (below the {} delivered): reading it again from its beginning",
+                found.name, found.size, tracked.offset
+            ));
+            self.headers.remove(&found.identity);
+            return 0;
+        }
+        tracked.offset
+    }
+
+    /// Append the records of `found`'s complete lines from `start` to `messages`,
+    /// up to the batch size; the offset after the last line taken.
+    fn read(&mut self, found: &Found, start: u64, messages: &mut Vec<Message>) -> Result<u64, Error> {
+        if found.size <= start {
+            return Ok(start);
+        }
+        let cannot = |e: std::io::Error| Error::msg(format!("cannot read `{}`: {e}", found.name));
+        let mut file = std::fs::File::open(&found.path).map_err(cannot)?;
+        let max_line = self.config.max_line_bytes as u64;
+        let header = match self.config.format {
+            Format::Csv if start > 0 => Some(self.header(found, &mut file)?),
+            _ => None,
+        };
+        file.seek(SeekFrom::Start(start)).map_err(cannot)?;
+        let mut buffer = Vec::new();
+        let budget = (found.size - start).min(READ_BUDGET.max(max_line + 1));
+        file.take(budget).read_to_end(&mut buffer).map_err(cannot)?;
+        let mut header = header;
+        let mut taken = 0usize;
+        while messages.len() < self.config.batch_size {
+            let rest = &buffer[taken..];
+            let offset = start + taken as u64;
+            let Some(end) = rest.iter().position(|b| *b == b'\n') else {
+                if rest.len() as u64 > max_line {
+                    return Err(self.too_long(found, offset));
+                }
+                break;
+            };
+            if end as u64 > max_line {
+                return Err(self.too_long(found, offset));
+            }
+            let line = &rest[..end];
+            let at = At { file: &found.name, offset };
+            if self.config.format == Format::Csv && header.is_none() {
+                // The first line of the file: the header.
+                let names = records::fields(line.strip_suffix(b"\r").unwrap_or(line))
+                    .map_err(|e| Error::msg(format!("`{}`: the header: {e}", found.name)))?;
+                self.headers.insert(found.identity.clone(), names.clone());
+                header = Some(names);
+            } else if let Some(message) = records::record(self.config.format, header.as_deref(), line, &at)? {
+                messages.push(message);
+            }
+            taken += end + 1;
+        }
+        Ok(start + taken as u64)
+    }
+
+    /// The CSV header of `found` (its first line), read once.
+    fn header(&mut self, found: &Found, file: &mut std::fs::File) -> Result<Vec<String>, Error> {
+        if let Some(header) = self.headers.get(&found.identity) {
+            return Ok(header.clone());
+        }
+        let mut first = Vec::new();
+        file.by_ref()
+            .take(self.config.max_line_bytes as u64 + 1)
+            .read_to_end(&mut first)
+            .map_err(|e| Error::msg(format!("cannot read `{}`: {e}", found.name)))?;
+        let end = first.iter().position(|b| *b == b'\n').ok_or_else(|| self.too_long(found, 0))?;
+        let line = &first[..end];
+        let names = records::fields(line.strip_suffix(b"\r").unwrap_or(line))
+            .map_err(|e| Error::msg(format!("`{}`: the header: {e}", found.name)))?;
+        self.headers.insert(found.identity.clone(), names.clone());
+        Ok(names)
+    }
+
+    fn too_long(&self, found: &Found, offset: u64) -> Error {
+        Error::msg(format!(
+            "`{}` at byte {offset}: a line longer than max_line_bytes ({}); raise it to read this file",
+            found.name, self.config.max_line_bytes
+        ))
+    }
+
+    /// Say `what` in the log, once for this instance.
+    fn say(&mut self, what: String) {
+        if self.said.insert(what.clone()) {
+            ferry_guest::info!("file source: {what}");
+        }
+    }
+}
+
+ferry_guest::export_source!(FileSource);
+
+#[cfg(test)]
+mod tests;
