@@ -42,14 +42,15 @@ use std::collections::{HashMap, HashSet};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::PathBuf;
 
-use ferry_guest::{Batch, Error, Message, Source};
+use ferry_guest::{Batch, Error, HeaderValue, PackedMessages, Source};
 
 use crate::config::{Config, Format, StartAt};
 use crate::cursor::{Cursor, Tracked};
 use crate::records::At;
 
-/// The most bytes read from a file for one batch (more when a line may be longer).
-const READ_BUDGET: u64 = 4 * 1024 * 1024;
+/// A batch reads a file in chunks from this size, doubling up to the last.
+const FIRST_CHUNK: u64 = 16 * 1024;
+const LAST_CHUNK: u64 = 1024 * 1024;
 
 struct FileSource {
     config: Config,
@@ -60,6 +61,20 @@ struct FileSource {
     headers: HashMap<String, Vec<String>>,
     /// What was said in the log already, so that a poll repeated says it once.
     said: HashSet<String>,
+    /// The file the last batch filled up in, open (see `read_on`).
+    open: Option<Open>,
+}
+
+/// A file a batch filled up in, open at the offset after it, and the cursor that
+/// batch carried: while batches come back acknowledged and full, the next one is
+/// read from here, without listing the directory and looking at every file again
+/// (a rotation is seen once the file has nothing more).
+struct Open {
+    identity: String,
+    name: String,
+    file: std::fs::File,
+    offset: u64,
+    after: Cursor,
 }
 
 /// A file in the directory, as a poll finds it.
@@ -85,16 +100,19 @@ impl Source for FileSource {
             config.format,
             cursor.files.len()
         );
-        Ok(FileSource { config, first_seen: HashMap::new(), headers: HashMap::new(), said: HashSet::new() })
+        Ok(FileSource { config, first_seen: HashMap::new(), headers: HashMap::new(), said: HashSet::new(), open: None })
     }
 
     fn poll(&mut self, cursor: &Cursor) -> Result<Option<Batch<Cursor>>, Error> {
         // A file's first start is kept until a committed cursor holds it (a NACKed
         // batch must not move `start_at = "end"` on).
         self.first_seen.retain(|identity, _| cursor.get(identity).is_none());
+        if let Some(batch) = self.read_on(cursor)? {
+            return Ok(Some(batch));
+        }
         let (matching, renamed_away) = self.scan(cursor)?;
         let mut next = Cursor::default();
-        let mut messages = Vec::new();
+        let mut messages = PackedMessages::new();
         for (found, matches) in matching.iter().map(|f| (f, true)).chain(renamed_away.iter().map(|f| (f, false))) {
             let start = self.start(cursor, found);
             let offset =
@@ -119,7 +137,10 @@ impl Source for FileSource {
         if messages.is_empty() {
             return Ok(None);
         }
-        Ok(Some(Batch::new(messages, next)))
+        if let Some(open) = &mut self.open {
+            open.after = next.clone();
+        }
+        Ok(Some(Batch::from_packed(messages, next)))
     }
 }
 
@@ -193,50 +214,118 @@ impl FileSource {
     }
 
     /// Append the records of `found`'s complete lines from `start` to `messages`,
-    /// up to the batch size; the offset after the last line taken.
-    fn read(&mut self, found: &Found, start: u64, messages: &mut Vec<Message>) -> Result<u64, Error> {
+    /// up to the batch size; the offset after the last line taken. A file that fills
+    /// the batch is kept open for the next poll (see [`Open`]).
+    fn read(&mut self, found: &Found, start: u64, messages: &mut PackedMessages) -> Result<u64, Error> {
         if found.size <= start {
             return Ok(start);
         }
         let cannot = |e: std::io::Error| Error::msg(format!("cannot read `{}`: {e}", found.name));
         let mut file = std::fs::File::open(&found.path).map_err(cannot)?;
-        let max_line = self.config.max_line_bytes as u64;
         let header = match self.config.format {
             Format::Csv if start > 0 => Some(self.header(found, &mut file)?),
             _ => None,
         };
         file.seek(SeekFrom::Start(start)).map_err(cannot)?;
-        let mut buffer = Vec::new();
-        let budget = (found.size - start).min(READ_BUDGET.max(max_line + 1));
-        file.take(budget).read_to_end(&mut buffer).map_err(cannot)?;
-        let mut header = header;
+        let offset = self.lines(&mut file, (&found.name, &found.identity), start, header, messages)?;
+        if messages.len() >= self.config.batch_size {
+            let after = Cursor::default();
+            self.open = Some(Open { identity: found.identity.clone(), name: found.name.clone(), file, offset, after });
+        }
+        Ok(offset)
+    }
+
+    /// Records of the complete lines of `file` (`name`, `identity`), positioned at
+    /// `start`, appended to `messages` up to the batch size; the offset after the
+    /// last line taken. It reads in chunks that grow, so that a small batch reads
+    /// little of a big file, until the batch is full or the file ends.
+    fn lines(
+        &mut self,
+        file: &mut std::fs::File,
+        (name, identity): (&str, &str),
+        start: u64,
+        mut header: Option<Vec<String>>,
+        messages: &mut PackedMessages,
+    ) -> Result<u64, Error> {
+        let cannot = |e: std::io::Error| Error::msg(format!("cannot read `{name}`: {e}"));
+        let too_long = |offset: u64| {
+            Error::msg(format!(
+                "`{name}` at byte {offset}: a line longer than max_line_bytes ({}); raise it to read this file",
+                self.config.max_line_bytes
+            ))
+        };
+        let max_line = self.config.max_line_bytes as u64;
+        let (mut buffer, mut chunk, mut ended) = (Vec::new(), FIRST_CHUNK, false);
         let mut taken = 0usize;
-        while messages.len() < self.config.batch_size {
-            let rest = &buffer[taken..];
-            let offset = start + taken as u64;
-            let Some(end) = rest.iter().position(|b| *b == b'\n') else {
-                if rest.len() as u64 > max_line {
-                    return Err(self.too_long(found, offset));
+        // The headers of every record of this file: only the offset changes.
+        let mut headers =
+            [("file".to_string(), HeaderValue::from(name)), ("offset".to_string(), HeaderValue::from(0u64))];
+        loop {
+            while messages.len() < self.config.batch_size {
+                let rest = &buffer[taken..];
+                let offset = start + taken as u64;
+                let Some(end) = rest.iter().position(|b| *b == b'\n') else { break };
+                if end as u64 > max_line {
+                    return Err(too_long(offset));
                 }
+                let line = &rest[..end];
+                let at = At { file: name, offset };
+                if self.config.format == Format::Csv && header.is_none() {
+                    // The first line of the file: the header.
+                    let names = records::fields(line.strip_suffix(b"\r").unwrap_or(line))
+                        .map_err(|e| Error::msg(format!("`{name}`: the header: {e}")))?;
+                    self.headers.insert(identity.to_string(), names.clone());
+                    header = Some(names);
+                } else {
+                    headers[1].1 = HeaderValue::from(offset);
+                    records::record(self.config.format, header.as_deref(), line, &at, &headers, messages)?;
+                }
+                taken += end + 1;
+            }
+            if (buffer.len() - taken) as u64 > max_line {
+                return Err(too_long(start + taken as u64));
+            }
+            if messages.len() >= self.config.batch_size || ended {
                 break;
-            };
-            if end as u64 > max_line {
-                return Err(self.too_long(found, offset));
             }
-            let line = &rest[..end];
-            let at = At { file: &found.name, offset };
-            if self.config.format == Format::Csv && header.is_none() {
-                // The first line of the file: the header.
-                let names = records::fields(line.strip_suffix(b"\r").unwrap_or(line))
-                    .map_err(|e| Error::msg(format!("`{}`: the header: {e}", found.name)))?;
-                self.headers.insert(found.identity.clone(), names.clone());
-                header = Some(names);
-            } else if let Some(message) = records::record(self.config.format, header.as_deref(), line, &at)? {
-                messages.push(message);
-            }
-            taken += end + 1;
+            let got = read_chunk(file, &mut buffer, chunk as usize).map_err(cannot)?;
+            ended = (got as u64) < chunk;
+            chunk = (chunk * 2).min(LAST_CHUNK);
         }
         Ok(start + taken as u64)
+    }
+
+    /// The next batch of the file the last batch filled up in, when that batch was
+    /// acknowledged (`cursor` is the one it carried): read on from the open file,
+    /// without listing the directory. `None` when there is no such file or it has
+    /// no complete line now: the poll then looks at every file.
+    fn read_on(&mut self, cursor: &Cursor) -> Result<Option<Batch<Cursor>>, Error> {
+        let Some(mut open) = self.open.take() else { return Ok(None) };
+        if open.after != *cursor {
+            return Ok(None);
+        }
+        let header = match self.config.format {
+            Format::Csv => match self.headers.get(&open.identity) {
+                Some(header) => Some(header.clone()),
+                None => return Ok(None),
+            },
+            _ => None,
+        };
+        let cannot = |e: std::io::Error| Error::msg(format!("cannot read `{}`: {e}", open.name));
+        open.file.seek(SeekFrom::Start(open.offset)).map_err(cannot)?;
+        let mut messages = PackedMessages::new();
+        let offset = self.lines(&mut open.file, (&open.name, &open.identity), open.offset, header, &mut messages)?;
+        if messages.is_empty() {
+            return Ok(None);
+        }
+        let mut next = cursor.clone();
+        if let Some(tracked) = next.files.iter_mut().find(|tracked| tracked.identity == open.identity) {
+            tracked.offset = offset;
+        }
+        if messages.len() >= self.config.batch_size {
+            self.open = Some(Open { offset, after: next.clone(), ..open });
+        }
+        Ok(Some(Batch::from_packed(messages, next)))
     }
 
     /// The CSV header of `found` (its first line), read once.
@@ -249,19 +338,17 @@ impl FileSource {
             .take(self.config.max_line_bytes as u64 + 1)
             .read_to_end(&mut first)
             .map_err(|e| Error::msg(format!("cannot read `{}`: {e}", found.name)))?;
-        let end = first.iter().position(|b| *b == b'\n').ok_or_else(|| self.too_long(found, 0))?;
+        let end = first.iter().position(|b| *b == b'\n').ok_or_else(|| {
+            Error::msg(format!(
+                "`{}`: its header line is longer than max_line_bytes ({})",
+                found.name, self.config.max_line_bytes
+            ))
+        })?;
         let line = &first[..end];
         let names = records::fields(line.strip_suffix(b"\r").unwrap_or(line))
             .map_err(|e| Error::msg(format!("`{}`: the header: {e}", found.name)))?;
         self.headers.insert(found.identity.clone(), names.clone());
         Ok(names)
-    }
-
-    fn too_long(&self, found: &Found, offset: u64) -> Error {
-        Error::msg(format!(
-            "`{}` at byte {offset}: a line longer than max_line_bytes ({}); raise it to read this file",
-            found.name, self.config.max_line_bytes
-        ))
     }
 
     /// Say `what` in the log, once for this instance.
@@ -270,6 +357,28 @@ impl FileSource {
             ferry_guest::info!("file source: {what}");
         }
     }
+}
+
+/// Append up to `chunk` bytes of `file` to `buffer`, in as few reads as the file
+/// allows (`read_to_end` starts with small reads, and each is a WASI call); fewer
+/// only at the end of the file.
+fn read_chunk(file: &mut std::fs::File, buffer: &mut Vec<u8>, chunk: usize) -> std::io::Result<usize> {
+    let start = buffer.len();
+    buffer.resize(start + chunk, 0);
+    let mut filled = 0;
+    while filled < chunk {
+        match file.read(&mut buffer[start + filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                buffer.truncate(start + filled);
+                return Err(e);
+            }
+        }
+    }
+    buffer.truncate(start + filled);
+    Ok(filled)
 }
 
 ferry_guest::export_source!(FileSource);

@@ -2,7 +2,7 @@
 //! JSON objects of CSV rows under the file's header. A line without its newline yet
 //! is left for a later poll.
 
-use ferry_guest::{Error, Message};
+use ferry_guest::{Error, Fields, HeaderValue, PackedMessages};
 use serde_json::{Map, Value};
 
 use crate::config::Format;
@@ -19,30 +19,39 @@ impl At<'_> {
     }
 }
 
-/// The record of `line` (without its newline), or none for a line that holds none
-/// (a blank JSON line); an error names the file and the byte.
-pub fn record(format: Format, header: Option<&[String]>, line: &[u8], at: &At) -> Result<Option<Message>, Error> {
+/// Append the record of `line` (without its newline) to `batch` with `headers`,
+/// unless the line holds none (a blank JSON line); an error names the file and the
+/// byte. Written straight into the batch's buffer: no message of its own per line.
+pub fn record(
+    format: Format,
+    header: Option<&[String]>,
+    line: &[u8],
+    at: &At,
+    headers: &[(String, HeaderValue)],
+    batch: &mut PackedMessages,
+) -> Result<(), Error> {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
-    let payload = match format {
-        Format::Lines => line.to_vec(),
+    let fields = Fields { headers, ..Fields::default() };
+    match format {
+        Format::Lines => batch.push_with(fields, |payload| payload.extend_from_slice(line)),
         Format::JsonLines => {
             if line.iter().all(u8::is_ascii_whitespace) {
-                return Ok(None);
+                return Ok(());
             }
             serde_json::from_slice::<serde::de::IgnoredAny>(line).map_err(|e| at.error(format!("not JSON ({e})")))?;
-            line.to_vec()
+            batch.push_with(fields, |payload| payload.extend_from_slice(line));
         }
         Format::Csv => {
             let header = header.expect("a CSV file's header is read before its rows");
-            let fields = fields(line).map_err(|e| at.error(e))?;
-            if fields.len() != header.len() {
-                return Err(at.error(format!("{} field(s), and the header names {}", fields.len(), header.len())));
+            let values = self::fields(line).map_err(|e| at.error(e))?;
+            if values.len() != header.len() {
+                return Err(at.error(format!("{} field(s), and the header names {}", values.len(), header.len())));
             }
-            let row: Map<String, Value> = header.iter().cloned().zip(fields.into_iter().map(Value::String)).collect();
-            serde_json::to_vec(&row).expect("a JSON object serializes")
+            let row: Map<String, Value> = header.iter().cloned().zip(values.into_iter().map(Value::String)).collect();
+            batch.push_with(fields, |payload| serde_json::to_writer(payload, &row).expect("a JSON object serializes"));
         }
-    };
-    Ok(Some(Message::new(payload).with_header("file", at.file).with_header("offset", at.offset)))
+    }
+    Ok(())
 }
 
 /// The fields of one CSV line.

@@ -26,7 +26,8 @@ fn append(path: &Path, text: &str) {
 /// the payloads delivered, as text.
 fn drain(source: &mut FileSource, cursor: &mut Cursor) -> Vec<String> {
     let mut delivered = Vec::new();
-    while let Some(Batch { messages, next, .. }) = source.poll(cursor).unwrap() {
+    while let Some(Batch { packed, next, .. }) = source.poll(cursor).unwrap() {
+        let messages = packed.messages().unwrap();
         delivered.extend(messages.iter().map(|m| String::from_utf8(m.payload.clone()).unwrap()));
         *cursor = next;
     }
@@ -55,7 +56,7 @@ fn every_complete_line_of_every_matching_file_once_and_a_partial_one_waits() {
     // Each record says where it came from.
     append(&dir.path().join("b.log"), "b3\n");
     let batch = again.poll(&cursor).unwrap().unwrap();
-    let headers = &batch.messages[0].headers;
+    let headers = &batch.packed.messages().unwrap()[0].headers;
     assert!(headers.iter().any(|(k, v)| k == "file" && *v == ferry_guest::HeaderValue::from("b.log")), "{headers:?}");
     assert!(headers.iter().any(|(k, v)| k == "offset" && *v == ferry_guest::HeaderValue::from(6u64)), "{headers:?}");
 }
