@@ -47,8 +47,8 @@ impl HeaderValue {
         }
     }
 
-    /// The value alone as JSON (without its kind).
-    fn value_json(&self) -> Value {
+    /// The value alone as JSON (without its kind; bytes in base64).
+    pub fn value_json(&self) -> Value {
         match self {
             HeaderValue::Raw(v) => base64(v),
             HeaderValue::String(v) => json!(v),

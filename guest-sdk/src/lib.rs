@@ -144,6 +144,7 @@ mod driver;
 mod error;
 #[cfg(target_arch = "wasm32")]
 pub mod granted;
+pub mod http;
 mod json;
 pub mod log;
 mod message;

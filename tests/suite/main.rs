@@ -17,6 +17,7 @@ mod faults;
 mod file_source;
 mod flow;
 mod http_api;
+mod http_sink;
 mod iggy_drop_in;
 mod iggy_live;
 mod iggy_sinks;
