@@ -18,24 +18,25 @@ use ferry_tests::components::{FAULTY_SOURCE, HTTP_SINK};
 
 const COUNT: u64 = 300;
 
-/// What the server was sent: each request's key and seq, in order; and how many
-/// 503s it still answers.
+/// What the server was sent: each message's request key and seq, in order; and how
+/// many 503s it still answers.
 #[derive(Default)]
-struct Received {
-    requests: Vec<(String, u64)>,
+pub(crate) struct Received {
+    pub requests: Vec<(String, u64)>,
     busy: u32,
 }
 
-/// The endpoint: `POST /ingest` of Iggy's envelope; a seq of 7 mod 50 is refused
-/// (422), and while `busy` lasts every request is answered 503.
-struct Endpoint {
-    address: String,
-    received: Arc<Mutex<Received>>,
+/// The endpoint: `POST /ingest` of Iggy's envelopes (one, or one a line); with
+/// `refuse`, a body holding a seq of 7 mod 50 is refused (422); while `busy` lasts
+/// every request is answered 503.
+pub(crate) struct Endpoint {
+    pub address: String,
+    pub received: Arc<Mutex<Received>>,
     _runtime: tokio::runtime::Runtime,
 }
 
 impl Endpoint {
-    fn start(busy: u32) -> Endpoint {
+    pub fn start(busy: u32, refuse: bool) -> Endpoint {
         let runtime = tokio::runtime::Runtime::new().unwrap();
         let received = Arc::new(Mutex::new(Received { busy, ..Received::default() }));
         let shared = received.clone();
@@ -49,13 +50,16 @@ impl Endpoint {
                         received.busy -= 1;
                         return (StatusCode::SERVICE_UNAVAILABLE, "busy".to_string());
                     }
-                    let envelope: Value = serde_json::from_str(&body).unwrap();
-                    let seq = envelope["payload"]["seq"].as_u64().unwrap();
-                    if seq % 50 == 7 {
+                    let seqs: Vec<u64> = body
+                        .lines()
+                        .filter(|line| !line.trim().is_empty())
+                        .map(|line| serde_json::from_str::<Value>(line).unwrap()["payload"]["seq"].as_u64().unwrap())
+                        .collect();
+                    if let Some(seq) = seqs.iter().find(|seq| refuse && *seq % 50 == 7) {
                         return (StatusCode::UNPROCESSABLE_ENTITY, format!("seq {seq} is refused"));
                     }
                     let key = headers["idempotency-key"].to_str().unwrap().to_string();
-                    received.requests.push((key, seq));
+                    received.requests.extend(seqs.into_iter().map(|seq| (key.clone(), seq)));
                     (StatusCode::OK, "ok".to_string())
                 }
             }),
@@ -67,7 +71,7 @@ impl Endpoint {
     }
 
     /// Each seq received, with how many times.
-    fn seqs(&self) -> BTreeMap<u64, usize> {
+    pub fn seqs(&self) -> BTreeMap<u64, usize> {
         let mut seqs = BTreeMap::new();
         for (_, seq) in &self.received.lock().unwrap().requests {
             *seqs.entry(*seq).or_insert(0) += 1;
@@ -119,7 +123,7 @@ fn expected() -> Vec<u64> {
 
 #[test]
 fn every_message_reaches_the_endpoint_through_503s_and_a_kill_9_and_refused_ones_are_dead_lettered() {
-    let endpoint = Endpoint::start(5);
+    let endpoint = Endpoint::start(5, true);
     let site = Site::new();
     let config = config(&site, &endpoint.address, &endpoint.address);
     let mut run = Ferry::start(&config, &[]);
@@ -157,7 +161,7 @@ fn every_message_reaches_the_endpoint_through_503s_and_a_kill_9_and_refused_ones
 
 #[test]
 fn an_endpoint_not_granted_is_never_reached_and_the_batch_waits() {
-    let endpoint = Endpoint::start(0);
+    let endpoint = Endpoint::start(0, true);
     let site = Site::new();
     // Granted another port than the endpoint's.
     let config = config(&site, &endpoint.address, "127.0.0.1:9");

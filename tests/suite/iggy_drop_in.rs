@@ -15,7 +15,7 @@ use crate::iggy_sinks::{seqs_once, until, written};
 use serde_json::json;
 
 use crate::process::{Ferry, Site, ferry};
-use ferry_tests::components::{FILE_SINK, RANDOM_SOURCE};
+use ferry_tests::components::{FILE_SINK, HTTP_SINK, RANDOM_SOURCE};
 use ferry_tests::free_port;
 use ferry_tests::http_client::get;
 use ferry_tests::iggy_server::{IggyServer, PASSWORD, USERNAME, live_server};
@@ -510,4 +510,94 @@ fn iggys_avro_schema_encodes_a_sources_records_and_decodes_a_sinks_and_what_is_n
         let reason = headers[&key].as_str().unwrap().to_string();
         assert!(reason.contains("not avro as its stream's schema says") && reason.contains(why), "{reason}");
     }
+}
+
+/// Iggy's HTTP sink file as Iggy's repository writes it
+/// (`core/connectors/sinks/http_sink/config.toml`), pointed at `url`, with the grant
+/// ferry's sandbox needs (the one key Iggy's runtime would not know).
+fn http_sink(url: &str, granted: &str) -> String {
+    format!(
+        r#"type = "sink"
+key = "http"
+enabled = true
+version = 0
+name = "HTTP sink"
+path = "../../target/release/libiggy_connector_http_sink"
+verbose = false
+
+[[streams]]
+stream = "example_stream"
+topics = ["example_topic"]
+schema = "json"
+batch_length = 50
+poll_interval = "100ms"
+consumer_group = "http_sink_group"
+
+[plugin_config]
+url = "{url}"
+method = "POST"
+timeout = "30s"
+max_payload_size_bytes = 10485760
+batch_mode = "ndjson"
+include_metadata = true
+include_checksum = false
+include_origin_timestamp = false
+health_check_enabled = false
+health_check_method = "HEAD"
+max_retries = 3
+retry_delay = "1s"
+retry_backoff_multiplier = 2
+max_retry_delay = "30s"
+success_status_codes = [200, 201, 202, 204]
+tls_danger_accept_invalid_certs = false
+max_connections = 10
+verbose_logging = false
+
+[plugin_config.headers]
+Authorization = "Bearer <YOUR_TOKEN_HERE>"
+X-Custom-Header = "custom-value"
+
+[grants]
+network = ["{granted}"]
+"#
+    )
+}
+
+#[test]
+fn iggys_http_sink_file_runs_unchanged_and_every_record_reaches_the_endpoint() {
+    let Some(server) =
+        live_server("iggy_drop_in::iggys_http_sink_file_runs_unchanged_and_every_record_reaches_the_endpoint")
+    else {
+        return;
+    };
+    const COUNT: u64 = 200;
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let client = server.client().await;
+        IggyServer::create_topic(&client, "example_stream", "example_topic").await;
+    });
+    let endpoint = crate::http_sink::Endpoint::start(0, false);
+    let site = Site::new();
+    copy(RANDOM_SOURCE, &site.path("components/random_source.wasm"));
+    copy(HTTP_SINK, &site.path("components/http_sink.wasm"));
+    std::fs::create_dir_all(site.path("connectors")).unwrap();
+    site.config("connectors/random.toml", &random(0, COUNT));
+    let url = format!("http://{}/ingest", endpoint.address);
+    site.config("connectors/http.toml", &http_sink(&url, &endpoint.address));
+    let config = site.config("config.toml", &runtime_config(&server));
+
+    let mut run = Ferry::start(&config, &[]);
+    until("every record at the endpoint", || endpoint.seqs().len() as u64 == COUNT);
+    run.signal(Signal::SIGTERM);
+    assert!(run.wait().success(), "{}", run.log());
+    let seqs = endpoint.seqs();
+    assert_eq!(seqs.keys().copied().collect::<Vec<_>>(), (0..COUNT).collect::<Vec<_>>());
+    assert!(seqs.values().all(|times| *times == 1), "each once: {seqs:?}");
+    // NDJSON batches of at most batch_length, each under one key.
+    let received = endpoint.received.lock().unwrap();
+    let mut per_key: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    for (key, _) in &received.requests {
+        *per_key.entry(key).or_default() += 1;
+    }
+    assert!(per_key.len() > 1 && per_key.values().all(|n| *n <= 50), "{per_key:?}");
 }
