@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::iggy_sinks::until;
 use crate::process::{Ferry, Site};
 use ferry::store::local_log::LocalLog;
-use ferry_tests::components::{FAULTY_SOURCE, HTTP_SINK};
+use ferry_tests::components::{HTTP_SINK, RANDOM_SOURCE};
 
 const COUNT: u64 = 300;
 
@@ -37,6 +37,11 @@ pub(crate) struct Endpoint {
 
 impl Endpoint {
     pub fn start(busy: u32, refuse: bool) -> Endpoint {
+        Endpoint::start_at("127.0.0.1:0", busy, refuse)
+    }
+
+    /// The endpoint on `address` (a port chosen by the test).
+    pub fn start_at(address: &str, busy: u32, refuse: bool) -> Endpoint {
         let runtime = tokio::runtime::Runtime::new().unwrap();
         let received = Arc::new(Mutex::new(Received { busy, ..Received::default() }));
         let shared = received.clone();
@@ -64,7 +69,7 @@ impl Endpoint {
                 }
             }),
         );
-        let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
+        let listener = runtime.block_on(tokio::net::TcpListener::bind(address)).unwrap();
         let address = listener.local_addr().unwrap().to_string();
         runtime.spawn(async move { axum::serve(listener, app).await.unwrap() });
         Endpoint { address, received, _runtime: runtime }
@@ -91,12 +96,13 @@ path = "state"
 [local_log]
 path = "log"
 
+# About 2 records every 5 ms: the kill lands mid-flow.
 [[sources]]
 key = "feed"
-path = "{FAULTY_SOURCE}"
-poll_interval = "2ms"
+path = "{RANDOM_SOURCE}"
+poll_interval = "1ms"
 streams = [{{ stream = "demo", topic = "feed" }}]
-plugin_config = {{ max_count = {COUNT}, messages_per_batch = 10 }}
+plugin_config = {{ max_count = {COUNT}, messages_per_batch = 2, interval = "5ms", payload_size = 40 }}
 
 [[sinks]]
 key = "http"
@@ -129,7 +135,9 @@ fn every_message_reaches_the_endpoint_through_503s_and_a_kill_9_and_refused_ones
     let mut run = Ferry::start(&config, &[]);
     until("a hundred messages at the endpoint", || endpoint.seqs().len() >= 100);
     run.kill_9();
+    let taken_before_the_kill = endpoint.seqs().len();
     let mut run = Ferry::start(&config, &[]);
+    run.wait_for_line(&["key=http", "running"]);
     until("every message the endpoint takes", || endpoint.seqs().len() == expected().len());
     until("the refused ones in the dead letters", || {
         LocalLog::read_all(&site.log_dir(), "dead", "http").map(|d| d.len()).unwrap_or(0) == 6
@@ -149,6 +157,7 @@ fn every_message_reaches_the_endpoint_through_503s_and_a_kill_9_and_refused_ones
     let duplicates = received.requests.len() - keys.len();
     eprintln!("http sink: {} requests taken, {duplicates} sent again after the kill", received.requests.len());
     assert!(duplicates <= 20, "at most the batch in flight: {duplicates}");
+    assert!(taken_before_the_kill < expected().len(), "the kill landed mid-flow");
     assert_eq!(received.busy, 0, "the 503s were tried again");
 
     let dead = LocalLog::read_all(&site.log_dir(), "dead", "http").unwrap();
@@ -171,4 +180,19 @@ fn an_endpoint_not_granted_is_never_reached_and_the_batch_waits() {
     run.signal(Signal::SIGTERM);
     assert!(run.wait().success(), "{}", run.log());
     assert!(endpoint.received.lock().unwrap().requests.is_empty(), "nothing reached the endpoint");
+}
+
+#[test]
+fn a_server_down_is_said_and_waited_for_and_everything_arrives_once_it_is_up() {
+    let address = format!("127.0.0.1:{}", ferry_tests::free_port());
+    let site = Site::new();
+    let config = config(&site, &address, &address);
+    let mut run = Ferry::start(&config, &[]);
+    let line = run.wait_for_line(&["key=http", "message at offset 0", "no answer"]);
+    assert!(line.contains("ConnectionRefused") && line.contains("after 4 attempt(s)"), "{line}");
+    let endpoint = Endpoint::start_at(&address, 0, true);
+    until("every message the endpoint takes", || endpoint.seqs().len() == expected().len());
+    run.signal(Signal::SIGTERM);
+    assert!(run.wait().success(), "{}", run.log());
+    assert_eq!(endpoint.seqs().keys().copied().collect::<Vec<_>>(), expected());
 }
