@@ -147,12 +147,22 @@ pub fn send(request: &Request) -> Result<Response, HttpError> {
         other => HttpError::Failed(format!("{other:?}")),
     })?;
     {
+        // As much at a time as the stream takes (`blocking_write_and_flush` takes
+        // 4 KiB a call, each a call into the host), then one flush.
         let stream = body.write().map_err(|()| invalid("the request body was taken"))?;
-        for chunk in request.body.chunks(4096) {
-            stream
-                .blocking_write_and_flush(chunk)
-                .map_err(|e| HttpError::Failed(format!("sending the body: {e:?}")))?;
+        let failed = |e| HttpError::Failed(format!("sending the body: {e:?}"));
+        let mut rest = request.body.as_slice();
+        while !rest.is_empty() {
+            let permitted = stream.check_write().map_err(failed)? as usize;
+            if permitted == 0 {
+                stream.subscribe().block();
+                continue;
+            }
+            let (now, later) = rest.split_at(permitted.min(rest.len()));
+            stream.write(now).map_err(failed)?;
+            rest = later;
         }
+        stream.blocking_flush().map_err(failed)?;
     }
     OutgoingBody::finish(body, None).map_err(|e| HttpError::Failed(format!("finishing the body: {e:?}")))?;
     let ready = pending.subscribe();

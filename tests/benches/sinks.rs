@@ -35,16 +35,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ferry::capabilities::dirs::DirGrant;
-use ferry::config::StreamConfig;
-use ferry::contract::Message;
 use ferry::engine::cursor::CursorStore;
-use ferry::engine::delivery::{Delivery, LogMark, Receipt, Target};
+use ferry::engine::delivery::{LogMark, Receipt};
 use ferry::engine::sink::{Input, SinkConnector, SinkSettings};
 use ferry::iggy::{IggyInput, IggyTarget, Reading};
 use ferry::runtime::{Runtime, Sandbox, SinkWorld};
-use ferry::store::local_log::{LocalLog, LocalLogInput, TopicReader, headers_from_json};
+use ferry::store::local_log::{LocalLogInput, TopicReader, headers_from_json};
 use ferry::store::state::StateDir;
-use ferry_tests::bench::{Measured, Rounds, SinkEnd, compare, time_sink};
+use ferry_tests::bench::{Measured, Rounds, SinkEnd, compare, fill_local_log, time_sink};
 use ferry_tests::components::{FAULTY_SINK, FILE_SINK};
 use ferry_tests::harness::quick_sink_settings;
 use ferry_tests::iggy_server::{IggyServer, PASSWORD, live_server};
@@ -66,7 +64,7 @@ fn main() {
         let messages = ((MESSAGES as f64 * scale) as u64).max(u64::from(batch) * 20);
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("log");
-        tokio.block_on(fill(&log, messages, payload));
+        tokio.block_on(fill_local_log(&log, messages, payload));
         for kind in ["null", "file"] {
             let (ferry, native) = compare(
                 |run| tokio.block_on(ferry_sink(&runtime, dir.path(), kind, batch, messages, run)),
@@ -169,31 +167,6 @@ async fn native_consumer(
         }
     }
     Measured { messages: messages - u64::from(batch), batches, elapsed: start.unwrap().elapsed() }
-}
-
-/// `messages` records of `payload` bytes in `bench/t` of the log in `log`.
-async fn fill(log: &Path, messages: u64, payload: usize) {
-    let target = LocalLog::new(log);
-    let text = "x".repeat(payload.saturating_sub(24));
-    let mut seq = 0;
-    while seq < messages {
-        let chunk: Vec<Message> = (seq..(seq + 5000).min(messages))
-            .map(|n| Message {
-                id: Some(u128::from(n + 1).into()),
-                headers: vec![],
-                payload: format!("{{\"seq\":{n},\"text\":\"{text}\"}}").into_bytes().into(),
-                origin_timestamp: Some(1),
-            })
-            .collect();
-        seq += chunk.len() as u64;
-        let delivery = Delivery {
-            connector: "fill".into(),
-            streams: vec![StreamConfig::new("bench", "t")].into(),
-            messages: Arc::new(chunk),
-            cursor: None,
-        };
-        target.deliver(delivery).await.expect("filling the log");
-    }
 }
 
 /// A sink connector draining `bench/t` of the local log under `dir` into the null sink

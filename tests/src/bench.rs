@@ -217,3 +217,33 @@ impl Out<'_> {
         }
     }
 }
+
+/// `messages` records of `payload` bytes (`{"seq":N,"text":"xx..."}`, ids from 1) in
+/// `bench/t` of the local log in `log`: the input of the sink benchmarks.
+pub async fn fill_local_log(log: &std::path::Path, messages: u64, payload: usize) {
+    use ferry::config::StreamConfig;
+    use ferry::contract::Message;
+    use ferry::engine::delivery::{Delivery, Target};
+
+    let target = ferry::store::local_log::LocalLog::new(log);
+    let text = "x".repeat(payload.saturating_sub(24));
+    let mut seq = 0;
+    while seq < messages {
+        let chunk: Vec<Message> = (seq..(seq + 5000).min(messages))
+            .map(|n| Message {
+                id: Some(u128::from(n + 1).into()),
+                headers: vec![],
+                payload: format!("{{\"seq\":{n},\"text\":\"{text}\"}}").into_bytes().into(),
+                origin_timestamp: Some(1),
+            })
+            .collect();
+        seq += chunk.len() as u64;
+        let delivery = Delivery {
+            connector: "fill".into(),
+            streams: vec![StreamConfig::new("bench", "t")].into(),
+            messages: Arc::new(chunk),
+            cursor: None,
+        };
+        target.deliver(delivery).await.expect("filling the log");
+    }
+}
