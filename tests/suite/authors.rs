@@ -12,6 +12,7 @@ use std::process::{Command, Output};
 
 use nix::sys::signal::Signal;
 
+use crate::iggy_sinks::until;
 use crate::process::{Ferry, ferry, ferry_binary};
 
 /// `ferry build DIR [ARGS...]`, with the compiler's files in `target_dir` (the crate's
@@ -142,6 +143,21 @@ fn a_new_source_and_sink_build_and_run_outside_the_workspace() {
     let seqs: Vec<u64> = lines.lines().map(seq_in).collect();
     assert_eq!(seqs, (0..100u64).filter(|s| !s.is_multiple_of(3)).collect::<Vec<_>>(), "drop_every = 3");
     assert!(lines.lines().all(|l| l.contains("transformed_by") && l.contains("demo-transform")), "{lines}");
+
+    // An HTTP sink from `ferry new sink --http`, on the source's log: every record
+    // reaches the endpoint its ferry.toml grants.
+    let endpoint = crate::http_sink::Endpoint::start(0, false);
+    let url = format!("http://{}/ingest", endpoint.address);
+    let output = ferry(&["new", "sink", "hooks", "--http", &url, "--path", home.path().to_str().unwrap()]);
+    assert!(output.status.success(), "ferry new: {}", text(&output.stderr));
+    let hooks = home.path().join("hooks");
+    let output = build(&hooks, Some(&shared), &[]);
+    assert!(output.status.success(), "ferry build: {}\n{}", text(&output.stdout), text(&output.stderr));
+    let mut run = Ferry::start(&hooks.join("ferry.toml"), &[("FERRY__LOCAL_LOG__PATH", log.to_str().unwrap())]);
+    until("every record at the endpoint", || endpoint.seqs().len() == 100);
+    run.signal(Signal::SIGTERM);
+    assert!(run.wait().success(), "{}", run.log());
+    assert_eq!(endpoint.seqs().keys().copied().collect::<Vec<_>>(), (0..100).collect::<Vec<_>>());
 
     // A crate that does not compile: the error names it, the compiler says why.
     new_crate("source", "broken", home.path());

@@ -58,7 +58,11 @@ impl Endpoint {
                     let seqs: Vec<u64> = body
                         .lines()
                         .filter(|line| !line.trim().is_empty())
-                        .map(|line| serde_json::from_str::<Value>(line).unwrap()["payload"]["seq"].as_u64().unwrap())
+                        .map(|line| {
+                            // Iggy's envelope, or the record itself.
+                            let value = serde_json::from_str::<Value>(line).unwrap();
+                            value["payload"]["seq"].as_u64().or(value["seq"].as_u64()).unwrap()
+                        })
                         .collect();
                     if let Some(seq) = seqs.iter().find(|seq| refuse && *seq % 50 == 7) {
                         return (StatusCode::UNPROCESSABLE_ENTITY, format!("seq {seq} is refused"));

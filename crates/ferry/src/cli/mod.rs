@@ -173,6 +173,11 @@ enum Command {
         /// The directory to create the connector's directory in.
         #[arg(long, value_name = "DIR", default_value = ".")]
         path: PathBuf,
+        /// Write a Rust sink that POSTs each batch to URL as NDJSON through the SDK's
+        /// HTTP helper (`ferry_guest::http`), with URL's host:port granted in its
+        /// ferry.toml: the start of a connector for any HTTP API.
+        #[arg(long, value_name = "URL")]
+        http: Option<String>,
     },
     /// Build the connector project at PATH (a Rust crate, a Python or a JavaScript
     /// project) into a component and check it as `ferry run` would.
@@ -445,7 +450,7 @@ pub fn main() -> ExitCode {
         Command::Test { component, config, key } => {
             return test::test(&component, config.as_deref().zip(key.as_deref()));
         }
-        Command::New { kind, name, lang, path } => new::new(kind, &name, lang, &path),
+        Command::New { kind, name, lang, path, http } => new::new(kind, &name, lang, &path, http.as_deref()),
         Command::Build { path, out } => build::build(&path, out.as_deref()),
         Command::State { command: StateCommand::Show { config, key, json } } => {
             state::show(&config, key.as_deref(), json)

@@ -1,4 +1,4 @@
-//! `ferry new source|sink|transform NAME [--lang rust|python|js] [--path DIR]`:
+//! `ferry new source|sink|transform NAME [--lang rust|python|js] [--path DIR] [--http URL]`:
 //! write a connector (or transform) project, outside any workspace, that `ferry build` builds and `ferry run`
 //! runs as it stands. What is common to every language is here (the name, the
 //! directory, never overwriting anything); each language's files are templates in
@@ -53,6 +53,8 @@ struct Names<'a> {
     name: &'a str,
     kind: Kind,
     guest_sdk: String,
+    /// `--http URL`: the URL, and its `host:port` (`{{url}}`, `{{authority}}`).
+    http: Option<(String, String)>,
 }
 
 impl Names<'_> {
@@ -62,6 +64,8 @@ impl Names<'_> {
             .replace("{{lib}}", &self.name.replace('-', "_"))
             .replace("{{kind}}", self.kind.noun())
             .replace("{{guest_sdk}}", &self.guest_sdk)
+            .replace("{{url}}", self.http.as_ref().map_or("", |(url, _)| url))
+            .replace("{{authority}}", self.http.as_ref().map_or("", |(_, authority)| authority))
     }
 }
 
@@ -71,8 +75,15 @@ type File = (&'static str, String);
 /// A language's files for a new project (`new/<lang>.rs`).
 type Files = fn(Kind, &Names) -> Vec<File>;
 
-pub fn new(kind: Kind, name: &str, lang: Lang, parent: &Path) -> Result<ExitCode> {
+pub fn new(kind: Kind, name: &str, lang: Lang, parent: &Path, http: Option<&str>) -> Result<ExitCode> {
     check_name(name)?;
+    let http = match http {
+        None => None,
+        Some(_) if kind != Kind::Sink || lang != Lang::Rust => {
+            bail!("--http writes a Rust sink: use it with `ferry new sink NAME` (and --lang rust, the default)")
+        }
+        Some(url) => Some((url.to_string(), authority(url)?)),
+    };
     let dir = parent.join(name);
     if dir.symlink_metadata().is_ok() {
         bail!("{}: already exists; `ferry new` writes a new directory and overwrites nothing", dir.display());
@@ -82,7 +93,7 @@ pub fn new(kind: Kind, name: &str, lang: Lang, parent: &Path) -> Result<ExitCode
         Lang::Python => (String::new(), python::files),
         Lang::Js => (String::new(), js::files),
     };
-    let names = Names { name, kind, guest_sdk };
+    let names = Names { name, kind, guest_sdk, http };
     let files = files(kind, &names);
 
     std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
@@ -113,6 +124,24 @@ pub(super) fn guest_sdk(sub: &str) -> Result<String> {
     Ok(path.to_str().context("the guest SDK's path is not UTF-8")?.to_string())
 }
 
+/// The `host:port` of `url`, which the new sink's ferry.toml grants (the scheme's
+/// default port when the URL has none).
+fn authority(url: &str) -> Result<String> {
+    let invalid =
+        || anyhow::anyhow!("--http {url:?}: give an http:// or https:// URL, e.g. http://127.0.0.1:8080/ingest");
+    let (scheme, rest) = url.split_once("://").ok_or_else(invalid)?;
+    let authority = rest.split(['/', '?']).next().unwrap_or_default();
+    if !matches!(scheme, "http" | "https") || authority.is_empty() || authority.contains('@') {
+        return Err(invalid());
+    }
+    let has_port = authority.rsplit_once(':').is_some_and(|(_, port)| port.parse::<u16>().is_ok());
+    Ok(if has_port {
+        authority.to_string()
+    } else {
+        format!("{authority}:{}", if scheme == "https" { 443 } else { 80 })
+    })
+}
+
 /// A name cargo takes as a package name, and ferry as a connector key.
 fn check_name(name: &str) -> Result<()> {
     let mut chars = name.chars();
@@ -131,6 +160,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn http_names_the_url_it_grants_and_is_only_for_rust_sinks() {
+        assert_eq!(authority("http://127.0.0.1:8080/in").unwrap(), "127.0.0.1:8080");
+        assert_eq!(authority("https://api.example.com/v1?x").unwrap(), "api.example.com:443");
+        assert_eq!(authority("http://hooks").unwrap(), "hooks:80");
+        for bad in ["ftp://x/", "127.0.0.1:8080/in", "http:///in", "http://user@host/"] {
+            assert!(authority(bad).unwrap_err().to_string().contains("give an http:// or https:// URL"), "{bad}");
+        }
+        let parent = tempfile::tempdir().unwrap();
+        for (kind, lang) in [(Kind::Source, Lang::Rust), (Kind::Sink, Lang::Python)] {
+            let error = new(kind, "h", lang, parent.path(), Some("http://a:1/")).unwrap_err().to_string();
+            assert!(error.contains("--http writes a Rust sink"), "{error}");
+        }
+    }
+
+    #[test]
     fn names_cargo_and_ferry_take_pass_and_others_are_refused() {
         for good in ["demo", "my-source", "pg_sink2"] {
             assert!(check_name(good).is_ok(), "{good}");
@@ -144,13 +188,13 @@ mod tests {
     #[test]
     fn a_project_is_written_once_and_never_over_an_existing_directory() {
         let parent = tempfile::tempdir().unwrap();
-        new(Kind::Sink, "out", Lang::Rust, parent.path()).unwrap();
+        new(Kind::Sink, "out", Lang::Rust, parent.path(), None).unwrap();
         for file in ["Cargo.toml", "src/lib.rs", "ferry.toml", "README.md"] {
             let text = std::fs::read_to_string(parent.path().join("out").join(file)).unwrap();
             assert!(!text.contains("{{"), "{file} has an unfilled placeholder:\n{text}");
         }
         std::fs::write(parent.path().join("out/src/lib.rs"), "mine").unwrap();
-        let error = new(Kind::Source, "out", Lang::Rust, parent.path()).unwrap_err().to_string();
+        let error = new(Kind::Source, "out", Lang::Rust, parent.path(), None).unwrap_err().to_string();
         assert!(error.contains("out: already exists"), "{error}");
         assert_eq!(std::fs::read_to_string(parent.path().join("out/src/lib.rs")).unwrap(), "mine");
     }
@@ -160,7 +204,7 @@ mod tests {
         let parent = tempfile::tempdir().unwrap();
         for kind in [Kind::Source, Kind::Sink, Kind::Transform] {
             let name = format!("py-{}", kind.noun());
-            new(kind, &name, Lang::Python, parent.path()).unwrap();
+            new(kind, &name, Lang::Python, parent.path(), None).unwrap();
             for file in ["pyproject.toml", "app.py", "ferry.toml", "README.md", ".gitignore", "ferry_guest.py"] {
                 let text = std::fs::read_to_string(parent.path().join(&name).join(file)).unwrap();
                 assert!(!text.contains("{{"), "{file} has an unfilled placeholder:\n{text}");

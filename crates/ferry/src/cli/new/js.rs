@@ -33,7 +33,7 @@ mod tests {
 
     #[test]
     fn the_package_names_its_module_and_kind_and_the_module_imports_the_helper_beside_it() {
-        let names = Names { name: "my-source", kind: Kind::Source, guest_sdk: "/x/guest-sdk".to_string() };
+        let names = Names { name: "my-source", kind: Kind::Source, guest_sdk: "/x/guest-sdk".to_string(), http: None };
         let files = files(Kind::Source, &names);
         let text = |path: &str| files.iter().find(|(p, _)| *p == path).unwrap().1.clone();
         let package: serde_json::Value = serde_json::from_str(&text("package.json")).unwrap();

@@ -26,7 +26,7 @@ mod tests {
 
     #[test]
     fn the_project_says_its_kind_and_carries_its_helper() {
-        let names = Names { name: "my-sink", kind: Kind::Sink, guest_sdk: "/x/guest-sdk".to_string() };
+        let names = Names { name: "my-sink", kind: Kind::Sink, guest_sdk: "/x/guest-sdk".to_string(), http: None };
         let files = files(Kind::Sink, &names);
         let manifest = &files.iter().find(|(path, _)| *path == "pyproject.toml").unwrap().1;
         assert!(manifest.contains("name = \"my-sink\""), "{manifest}");
