@@ -15,8 +15,9 @@
 //!   its end under its new name, even one the pattern no longer matches, then let go;
 //!   the new file is a new file;
 //! * **truncated** (smaller than the offset reached): read again from its beginning;
-//! * **deleted**: let go; what was not delivered of it is gone with it, and the log
-//!   says from which byte.
+//! * **deleted**: let go once missing from three listings over a second (a listing
+//!   taken mid-rename can miss a file under both names); what was not delivered of it
+//!   is gone with it, and the log says from which byte.
 //!
 //! A line without its newline yet is left until its newline arrives.
 //!
@@ -41,12 +42,18 @@ mod records;
 use std::collections::{HashMap, HashSet};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use ferry_guest::{Batch, Error, HeaderValue, PackedMessages, Source};
 
 use crate::config::{Config, Format, StartAt};
 use crate::cursor::{Cursor, Tracked};
 use crate::records::At;
+
+/// A file of the cursor not found is let go once it was missing in this many scans
+/// and for this long: a rename in flight is over by then.
+const MISSING_SCANS: u32 = 3;
+const MISSING_FOR: Duration = Duration::from_secs(1);
 
 /// A batch reads a file in chunks from this size, doubling up to the last.
 const FIRST_CHUNK: u64 = 16 * 1024;
@@ -63,6 +70,12 @@ struct FileSource {
     said: HashSet<String>,
     /// The file the last batch filled up in, open (see `read_on`).
     open: Option<Open>,
+    /// Files of the cursor not found, by identity: since when, and in how many scans.
+    missing: HashMap<String, (Instant, u32)>,
+    /// How long one must be missing to be let go ([`MISSING_FOR`]; tests shorten it).
+    missing_for: Duration,
+    /// Files let go that the committed cursor still holds.
+    gone: HashSet<String>,
 }
 
 /// A file a batch filled up in, open at the offset after it, and the cursor that
@@ -100,7 +113,16 @@ impl Source for FileSource {
             config.format,
             cursor.files.len()
         );
-        Ok(FileSource { config, first_seen: HashMap::new(), headers: HashMap::new(), said: HashSet::new(), open: None })
+        Ok(FileSource {
+            config,
+            first_seen: HashMap::new(),
+            headers: HashMap::new(),
+            said: HashSet::new(),
+            open: None,
+            missing: HashMap::new(),
+            missing_for: MISSING_FOR,
+            gone: HashSet::new(),
+        })
     }
 
     fn poll(&mut self, cursor: &Cursor) -> Result<Option<Batch<Cursor>>, Error> {
@@ -125,15 +147,34 @@ impl Source for FileSource {
             }
             next.files.push(Tracked { identity: found.identity.clone(), name: found.name.clone(), offset });
         }
+        // A file of the cursor not found may be in the middle of a rename (a listing
+        // is not atomic): it stays in the cursor until it has been missing for a
+        // while, so that it is not read again from its start under its new name.
+        let now = Instant::now();
+        let mut still_missing = HashMap::new();
         for tracked in &cursor.files {
             let here = |f: &Found| f.identity == tracked.identity;
-            if !matching.iter().any(here) && !renamed_away.iter().any(here) {
+            if matching.iter().any(here) || renamed_away.iter().any(here) {
+                continue;
+            }
+            let (since, scans) = self.missing.get(&tracked.identity).map_or((now, 1), |(since, n)| (*since, n + 1));
+            if self.gone.contains(&tracked.identity) {
+                // Let go already; the committed cursor still has it until a batch.
+                continue;
+            }
+            if scans >= MISSING_SCANS && now.duration_since(since) >= self.missing_for {
+                self.gone.insert(tracked.identity.clone());
                 self.say(format!(
                     "`{}` was deleted: letting it go (it had been delivered up to byte {})",
                     tracked.name, tracked.offset
                 ));
+            } else {
+                still_missing.insert(tracked.identity.clone(), (since, scans));
+                next.files.push(tracked.clone());
             }
         }
+        self.missing = still_missing;
+        self.gone.retain(|identity| cursor.get(identity).is_some());
         if messages.is_empty() {
             return Ok(None);
         }
@@ -164,10 +205,11 @@ impl FileSource {
         matching.sort();
         let found = |name: String| -> Option<Found> {
             let path = directory.join(&name);
-            // A file gone between the listing and now is simply not there.
-            let size = std::fs::metadata(&path).ok()?.len();
+            // A file gone between the listing and now is simply not there; one
+            // renamed over while it was looked at is looked at again next time.
             let identity = identity::identity(&path).ok()?;
-            Some(Found { name, path, identity, size })
+            let size = std::fs::metadata(&path).ok()?.len();
+            (identity::identity(&path).ok()? == identity).then_some(Found { name, path, identity, size })
         };
         let matching: Vec<Found> = matching.into_iter().filter_map(found).collect();
         let missing: Vec<&Tracked> =
@@ -222,6 +264,10 @@ impl FileSource {
         }
         let cannot = |e: std::io::Error| Error::msg(format!("cannot read `{}`: {e}", found.name));
         let mut file = std::fs::File::open(&found.path).map_err(cannot)?;
+        // The name may have moved to another file since the scan: read it next time.
+        if identity::identity(&found.path).ok().as_ref() != Some(&found.identity) {
+            return Ok(start);
+        }
         let header = match self.config.format {
             Format::Csv if start > 0 => Some(self.header(found, &mut file)?),
             _ => None,

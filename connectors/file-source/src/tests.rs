@@ -104,8 +104,37 @@ fn a_truncated_file_is_read_again_from_its_start_and_a_deleted_one_let_go() {
     append(&dir.path().join("other.log"), "o\n");
     std::fs::remove_file(&log).unwrap();
     assert_eq!(drain(&mut source, &mut cursor), ["o"]);
+    // Missing in one scan is not deleted (it may be mid-rename): it stays in the cursor.
+    assert!(!source.said.iter().any(|s| s.contains("was deleted")), "{:?}", source.said);
+    assert_eq!(cursor.files.len(), 2);
+    // Missing in three scans (and for `missing_for`) is.
+    source.missing_for = std::time::Duration::ZERO;
+    assert_eq!(source.poll(&cursor).unwrap(), None);
+    assert_eq!(source.poll(&cursor).unwrap(), None);
     assert!(source.said.iter().any(|s| s.contains("`app.log` was deleted")), "{:?}", source.said);
-    assert_eq!(cursor.files.len(), 1);
+    append(&dir.path().join("other.log"), "p\n");
+    assert_eq!(drain(&mut source, &mut cursor), ["p"]);
+    assert_eq!(cursor.files.len(), 1, "let go");
+}
+
+#[test]
+fn a_file_missing_from_one_listing_is_kept_and_found_again_under_its_new_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("app.log");
+    append(&log, "1\n2\n");
+    let mut source = open(dir.path(), json!({}));
+    let mut cursor = Cursor::default();
+    assert_eq!(drain(&mut source, &mut cursor), ["1", "2"]);
+    // As a listing taken mid-rename sees it: the file under neither name (moved
+    // out of the directory for the length of one poll), and a new file meanwhile.
+    let away = tempfile::tempdir().unwrap();
+    std::fs::rename(&log, away.path().join("app.log")).unwrap();
+    append(&dir.path().join("new.log"), "n\n");
+    assert_eq!(drain(&mut source, &mut cursor), ["n"]);
+    assert_eq!(cursor.files.len(), 2, "the missing one is kept: {cursor:?}");
+    append(&away.path().join("app.log"), "3\n");
+    std::fs::rename(away.path().join("app.log"), dir.path().join("app.log.1")).unwrap();
+    assert_eq!(drain(&mut source, &mut cursor), ["3"], "read on from where it was, not again from its start");
 }
 
 #[test]
