@@ -8,7 +8,7 @@
 //! if response.status == 200 { ... }
 //! ```
 //!
-//! One request at a time, the whole body in memory both ways: what a connector
+//! One request at a time, the whole body in memory both ways (an answer's up to [`MAX_BODY`]): what a connector
 //! writing batches needs, and no more.
 
 use std::time::Duration;
@@ -45,12 +45,17 @@ impl Request {
     }
 }
 
+/// The most of an answer's body [`send`] keeps: a server cannot fill the guest's
+/// memory with one answer. The rest is read and let go.
+pub const MAX_BODY: usize = 4 * 1024 * 1024;
+
 /// The answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Response {
     pub status: u16,
     /// Names in lower case, as HTTP/2 sends them.
     pub headers: Vec<(String, String)>,
+    /// At most [`MAX_BODY`] bytes of it.
     pub body: Vec<u8>,
 }
 
@@ -189,7 +194,8 @@ pub fn send(request: &Request) -> Result<Response, HttpError> {
         let stream = incoming.stream().map_err(|()| HttpError::Failed("the answer's body was taken".into()))?;
         loop {
             match stream.blocking_read(64 * 1024) {
-                Ok(chunk) => body.extend(chunk),
+                // The rest of a body past the bound is not kept (see `MAX_BODY`).
+                Ok(chunk) => body.extend(chunk.into_iter().take(MAX_BODY.saturating_sub(body.len()))),
                 Err(StreamError::Closed) => break,
                 Err(e) => return Err(HttpError::Failed(format!("reading the answer: {e:?}"))),
             }

@@ -79,7 +79,8 @@ pub fn send(config: &Config, transport: &mut dyn Transport, body: Vec<u8>, extra
         let wait = retry_after.map_or(delay, |asked| asked.max(delay)).min(config.max_retry_delay);
         ferry_guest::warn!("http sink: {problem}; trying again in {wait:?} ({attempt} of {})", config.max_retries);
         transport.sleep(wait);
-        delay = (delay * config.retry_backoff_multiplier).min(config.max_retry_delay);
+        // Saturating: both factors come from the config.
+        delay = delay.saturating_mul(config.retry_backoff_multiplier).min(config.max_retry_delay);
     }
 }
 

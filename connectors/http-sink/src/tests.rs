@@ -120,6 +120,15 @@ fn a_busy_or_failing_server_is_tried_again_honouring_retry_after_then_left_to_th
     assert!(matches!(refused.write(&batch(&["1"])).unwrap(), Written::Retry(why) if why.contains("credentials")));
 }
 
+#[test]
+fn a_huge_backoff_multiplier_saturates_at_max_retry_delay() {
+    let config = json!({ "retry_delay": "1h", "max_retry_delay": "100000000h", "retry_backoff_multiplier": u32::MAX });
+    let mut sink = sink(config, (0..4).map(|_| Ok(status(503))).collect());
+    assert!(matches!(sink.write(&batch(&["1"])).unwrap(), Written::Retry(_)));
+    let max = Duration::from_secs(100_000_000 * 3600);
+    assert_eq!(sink.transport.slept, [Duration::from_secs(3600), max, max]);
+}
+
 fn sink_with_failures(count: usize) -> HttpSink<Scripted> {
     sink_with((0..count).map(|_| Ok(status(502))).collect())
 }
