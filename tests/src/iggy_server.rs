@@ -63,15 +63,23 @@ pub struct IggyServer {
 
 impl IggyServer {
     fn start(binary: PathBuf, config: PathBuf) -> IggyServer {
-        let mut server = IggyServer {
-            binary,
-            config,
-            data: tempfile::tempdir().expect("a data directory"),
-            port: free_port(),
-            child: None,
-        };
-        server.restart();
-        server
+        // A port found free can be taken by another test's socket before the server
+        // binds it: then it exits saying so, and starts again on another port.
+        for attempt in 1.. {
+            let mut server = IggyServer {
+                binary: binary.clone(),
+                config: config.clone(),
+                data: tempfile::tempdir().expect("a data directory"),
+                port: free_port(),
+                child: None,
+            };
+            match server.launch() {
+                Ok(()) => return server,
+                Err(log) if attempt < 5 && log.contains("CannotBindToSocket") => continue,
+                Err(log) => panic!("iggy-server exited; its log:\n{log}"),
+            }
+        }
+        unreachable!("the loop returns or panics")
     }
 
     /// `127.0.0.1:PORT`, the TCP address.
@@ -82,6 +90,14 @@ impl IggyServer {
     /// Start the server (again) on the same port and data directory, and wait until
     /// it accepts connections.
     pub fn restart(&mut self) {
+        if let Err(log) = self.launch() {
+            panic!("iggy-server exited; its log:\n{log}");
+        }
+    }
+
+    /// Start the server and wait until it accepts connections; its log if it exits
+    /// first.
+    fn launch(&mut self) -> Result<(), String> {
         assert!(self.child.is_none(), "the server is already running");
         let log = std::fs::OpenOptions::new()
             .create(true)
@@ -110,7 +126,8 @@ impl IggyServer {
         let deadline = Instant::now() + Duration::from_secs(60);
         while std::net::TcpStream::connect(self.address()).is_err() {
             if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
-                panic!("iggy-server exited ({status}); its log:\n{}", self.log());
+                self.child = None;
+                return Err(format!("({status})\n{}", self.log()));
             }
             assert!(
                 Instant::now() < deadline,
@@ -120,6 +137,7 @@ impl IggyServer {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
+        Ok(())
     }
 
     /// `kill -9` the server.
