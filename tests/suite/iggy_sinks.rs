@@ -4,7 +4,8 @@
 //! every partition once through kills of ferry and of the server;
 //! two ferry processes in one consumer group divide the partitions, and when one is
 //! killed the other takes its partitions over from the stored offsets, nothing lost;
-//! a group reads on after the server is killed mid-flow and restarted; a tenant's
+//! a group reads on after the server is killed mid-flow and restarted, and after it
+//! lost a group offset in its crash (from the copy ferry keeps); a tenant's
 //! sink reads only what its Iggy user may read. And one test shows the defect of the
 //! server we can run that the group case works around: a crash strands its
 //! consumer groups.
@@ -299,11 +300,13 @@ fn a_consumer_group_reads_on_after_the_server_is_killed_mid_flow_and_restarted()
     // Duplicates come only where a partition changed hands with a batch in flight:
     // when B joined, at the crash (the group is recreated and its partitions dealt
     // again) and when the other member joined the new group: 3 moves × 4 partitions
-    // × 50 messages. (A partition that reaches a member of the new group before its
-    // offset was restored, or whose offset the server lost in the crash (it does, now
-    // and then), would be read from its start; the member sees its first batch begin
-    // before the offset known settled and stores that first: see `consumer`.)
-    assert!(twice <= 3 * 4 * 50, "{twice} written twice\n{}\n{}", ferry_a.log(), ferry_b.log());
+    // × 50 messages; and where the server lost a group offset in the crash (it
+    // does, now and then), the copy kept beside it, at most one batch behind: one
+    // more batch per partition. (A partition that reaches a member of the new group
+    // before its offset was restored would be read from its start; the member sees
+    // its first batch begin before the offset known settled and stores that first:
+    // see `consumer` and `group`.)
+    assert!(twice <= 4 * 4 * 50, "{twice} written twice\n{}\n{}", ferry_a.log(), ferry_b.log());
 }
 
 #[test]
@@ -384,4 +387,66 @@ fn a_server_crash_strands_the_consumer_group_members_it_had() {
         assert_eq!(details.members[0].partitions, [0], "{details:?}");
         assert!(polled.messages.is_empty(), "the new member reads: the server is fixed");
     });
+}
+
+/// The server truncates and rewrites a consumer offset's file at every store, so a
+/// `kill -9` between the two leaves that partition with no offset at all (about one
+/// partition in ten kills in our probes). Here the fault is made sure of: the
+/// group's offset file is emptied while the server is down, as that torn write
+/// leaves it. A new member given the partition, which never read it, finds the copy
+/// ferry keeps beside the group's offset and reads on after it, instead of writing
+/// the whole partition again.
+#[test]
+fn a_group_offset_the_server_lost_in_its_crash_is_taken_from_the_copy_kept_beside_it() {
+    let Some(mut server) =
+        live_server("iggy_sinks::a_group_offset_the_server_lost_in_its_crash_is_taken_from_the_copy_kept_beside_it")
+    else {
+        return;
+    };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(fill(&server, "orders", "torn", 1, 1000));
+    let (first, config_first) = site(|| sink_config(&server, "first", true, ("orders", "torn"), None));
+    let mut ferry = Ferry::start(&config_first, &[]);
+    until("every message written", || written(&first.path("out")).len() == 1000);
+    ferry.signal(Signal::SIGTERM);
+    assert!(ferry.wait().success(), "{}", ferry.log());
+    server.kill();
+    // The torn write: every offset file of the group emptied (the kept copy, a plain
+    // consumer's, is left as it is).
+    let mut files = Vec::new();
+    files_under(server.data_dir(), &mut files);
+    let groups: Vec<_> = files.iter().filter(|f| f.parent().is_some_and(|d| d.ends_with("offsets/groups"))).collect();
+    assert!(!groups.is_empty(), "the group's offset file, among {files:?}");
+    for file in groups {
+        std::fs::write(file, b"").unwrap();
+    }
+    server.restart();
+
+    let (second, config_second) = site(|| sink_config(&server, "second", true, ("orders", "torn"), None));
+    let mut ferry = Ferry::start(&config_second, &[]);
+    ferry.wait_for_line(&["key=second", "joined consumer group"]);
+    runtime.block_on(async {
+        let client = server.client().await;
+        let (stream, topic) = (Identifier::named("orders").unwrap(), Identifier::named("torn").unwrap());
+        let mut more: Vec<IggyMessage> = (1000..1100)
+            .map(|seq| {
+                IggyMessage::builder().payload(format!("{{\"seq\":{seq}}}").into_bytes().into()).build().unwrap()
+            })
+            .collect();
+        client.send_messages(&stream, &topic, &Partitioning::balanced(), &mut more).await.unwrap();
+    });
+    until("the new messages written", || written(&second.path("out")).values().flatten().any(|&seq| seq == 1099));
+    ferry.signal(Signal::SIGTERM);
+    assert!(ferry.wait().success(), "{}", ferry.log());
+    let seqs = seqs_once(&written(&second.path("out")));
+    assert_eq!(seqs, (1000..1100).collect(), "only what came after the offset kept\n{}", ferry.log());
+    assert!(ferry.log().contains("but it was settled up to offset 999"), "{}", ferry.log());
+}
+
+/// Every file under `dir`, into `out`.
+fn files_under(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() { files_under(&path, out) } else { out.push(path) }
+    }
 }

@@ -41,7 +41,7 @@ use iggy::prelude::{
 
 use super::connection::{Connection, Live};
 use super::error::RequestError;
-use super::group::{GroupOnTopic, clear_ghosts, kept_offset};
+use super::group::{GroupOnTopic, clear_ghosts, keep_offset, kept_offset};
 use super::messages::from_iggy;
 use ferry_engine::sink::input::{Budget, Input, InputError, OpenError, Read, Reader, SinkBatch};
 use ferry_engine::status::StartingFrom;
@@ -229,7 +229,8 @@ impl IggyReader {
     /// (re)connected, comes from before an offset known to be settled: then that
     /// offset is stored on the server again and the batch dropped, to be polled
     /// again from there. Known settled: what this reader stored itself, and in a
-    /// group the offset kept when the group was recreated (see [`super::group`]).
+    /// group the offset kept beside the group's at every store and when the group
+    /// was recreated (see [`super::group`]).
     ///
     /// The server we can run does not keep every stored offset through its own
     /// `kill -9`: now and then it comes back with none for a partition (about one
@@ -424,6 +425,14 @@ impl Reader for IggyReader {
             Ok(()) => {
                 let settled = self.settled.entry((index, batch.partition)).or_default();
                 *settled = last.offset.max(*settled);
+                if grouped {
+                    // A safety net only (the group's offset is stored): a failure is
+                    // said, and the next request meets whatever caused it.
+                    let kept = keep_offset(&live.client, &self.on_topic(topic), batch.partition, last.offset).await;
+                    if let Err(e) = kept {
+                        tracing::warn!("{at}: keeping a copy of the stored offset {} failed: {e}", last.offset);
+                    }
+                }
                 Ok(None)
             }
             Err(e) if grouped && (matches!(e, IggyError::ResourceNotFound(_)) || group_gone(&e)) => {

@@ -11,7 +11,10 @@
 //!
 //! The group's stored offsets go with it, so they are kept first, under a plain
 //! consumer of their own (`ferry-kept-<group>`, whose offsets no deletion of the
-//! group touches). A member checks the first batch it polls of each partition after
+//! group touches). Members also store every offset there after the group's
+//! ([`keep_offset`]): the server loses an offset now and then in its own crash, and
+//! a partition whose group offset it lost, dealt to a member that never read it,
+//! would otherwise be read again from its start. A member checks the first batch it polls of each partition after
 //! joining against them ([`kept_offset`], and the reader's `behind_settled`): one
 //! read from before the kept offset (the new group has none stored, so the server
 //! hands out the partition from its start) is dropped, the kept offset stored, and
@@ -123,7 +126,22 @@ pub(super) async fn clear_ghosts(client: &IggyClient, group: &GroupOnTopic<'_>) 
     Ok(ghosts)
 }
 
-/// The offset kept for `partition` when the group was last recreated, if any.
+/// Keep `offset`, just stored for the group, under the kept consumer too. The server
+/// truncates and rewrites an offset's file at every store, so a `kill -9` of it in
+/// between leaves that partition with no offset at all: the group's and the kept one
+/// are two files, written one after the other by a member, so such a crash loses at
+/// most one of them, and the other is at most a batch behind.
+pub(super) async fn keep_offset(
+    client: &IggyClient,
+    group: &GroupOnTopic<'_>,
+    partition: u32,
+    offset: u64,
+) -> Result<(), IggyError> {
+    client.store_consumer_offset(&group.kept()?, group.stream_id, group.topic_id, Some(partition), offset).await
+}
+
+/// The offset kept for `partition` (at the last store, or when the group was last
+/// recreated), if any.
 pub(super) async fn kept_offset(
     client: &IggyClient,
     group: &GroupOnTopic<'_>,
