@@ -18,6 +18,7 @@ mod file_source;
 mod flow;
 mod http_api;
 mod http_sink;
+mod http_source;
 mod iggy_drop_in;
 mod iggy_live;
 mod iggy_sinks;
