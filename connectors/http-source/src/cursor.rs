@@ -9,6 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::config::{Config, Cursoring};
 
@@ -41,22 +42,34 @@ fn is_zero(n: &usize) -> bool {
     *n == 0
 }
 
-/// What an answer holds, for [`Cursoring::step`].
+/// What an answer holds, for [`Cursoring::step`]: its records and itself as the
+/// endpoint sent them (parsed no further than needed).
 pub struct Answer<'a> {
-    pub records: &'a [Value],
-    pub body: &'a Value,
+    pub records: &'a [&'a RawValue],
+    pub body: &'a RawValue,
     pub etag: Option<&'a str>,
 }
 
 /// What becomes of an answer.
 #[derive(Debug, PartialEq)]
-pub enum Step {
+pub enum Step<R> {
     /// These records, after which the cursor is `next`.
-    Deliver(Vec<Value>, Cursor),
+    Deliver(Vec<R>, Cursor),
     /// Nothing new here, but the next page is there: ask for it.
     Hop(Cursor),
     /// Nothing new yet: ask again at the next poll.
     Wait,
+}
+
+impl<R> Step<R> {
+    /// The same step, each record to be delivered made into `S`.
+    pub fn map<S>(self, make: impl FnMut(R) -> S) -> Step<S> {
+        match self {
+            Step::Deliver(records, next) => Step::Deliver(records.into_iter().map(make).collect(), next),
+            Step::Hop(next) => Step::Hop(next),
+            Step::Wait => Step::Wait,
+        }
+    }
 }
 
 impl Cursoring {
@@ -94,7 +107,7 @@ impl Cursoring {
 
     /// What `answer`, to the request for `cursor`, delivers, and where the cursor
     /// goes after it. An error names the record or the field that is wrong.
-    pub fn step(&self, config: &Config, cursor: &Cursor, answer: Answer<'_>) -> Result<Step, String> {
+    pub fn step<'a>(&self, config: &Config, cursor: &Cursor, answer: Answer<'a>) -> Result<Step<&'a RawValue>, String> {
         let records = answer.records;
         match self {
             Cursoring::Page { start, size, .. } => {
@@ -117,15 +130,22 @@ impl Cursoring {
                 let mut greatest = from.cloned();
                 let mut fresh = Vec::new();
                 let mut values = Vec::with_capacity(records.len());
-                for (index, record) in records.iter().enumerate() {
-                    let value = field.select(record).filter(|v| v.is_string() || v.is_number()).ok_or_else(|| {
+                let parsed = records
+                    .iter()
+                    .enumerate()
+                    .map(|(index, record)| {
+                        serde_json::from_str::<Value>(record.get()).map_err(|e| format!("record {index}: {e}"))
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                for (index, (record, parsed)) in records.iter().zip(&parsed).enumerate() {
+                    let value = field.select(parsed).filter(|v| v.is_string() || v.is_number()).ok_or_else(|| {
                         format!("record {index} has no string or number at {} (cursor.field)", field.as_str())
                     })?;
                     let tie = match tie_breaker {
-                        Some(path) => path.select(record).map(text).ok_or_else(|| {
+                        Some(path) => path.select(parsed).map(text).ok_or_else(|| {
                             format!("record {index} has nothing at {} (cursor.tie_breaker)", path.as_str())
                         })?,
-                        None => fingerprint(record),
+                        None => fingerprint(record.get()),
                     };
                     let newer = match from {
                         None => true,
@@ -142,7 +162,7 @@ impl Cursoring {
                         greatest = Some(value.clone());
                     }
                     values.push((value, tie));
-                    fresh.push(record.clone());
+                    fresh.push(*record);
                 }
                 let Some(greatest) = greatest.filter(|_| !fresh.is_empty()) else { return Ok(Step::Wait) };
                 let mut seen: Vec<String> = if Some(&greatest) == from { cursor.seen.clone() } else { Vec::new() };
@@ -159,10 +179,11 @@ impl Cursoring {
             }
             Cursoring::Next { field, param } => {
                 let fresh = records.get(cursor.skip..).unwrap_or_default();
-                let named = match field.select(answer.body) {
+                let named = field.select_raw(answer.body).map(|raw| serde_json::from_str::<Value>(raw.get()));
+                let named = match named.transpose().map_err(|e| format!("{} (cursor.field): {e}", field.as_str()))? {
                     None | Some(Value::Null) => None,
                     Some(Value::String(s)) if s.is_empty() => None,
-                    Some(value @ (Value::String(_) | Value::Number(_))) => Some(text(value)),
+                    Some(value @ (Value::String(_) | Value::Number(_))) => Some(text(&value)),
                     Some(other) => {
                         return Err(format!(
                             "{} (cursor.field) is {other}, neither a link nor a token",
@@ -186,7 +207,7 @@ impl Cursoring {
 }
 
 /// Deliver `fresh` if there is any; else move on (`moves`) or wait.
-fn fresh_or(fresh: &[Value], next: Cursor, moves: bool) -> Step {
+fn fresh_or<'a>(fresh: &[&'a RawValue], next: Cursor, moves: bool) -> Step<&'a RawValue> {
     match (fresh.is_empty(), moves) {
         (false, _) => Step::Deliver(fresh.to_vec(), next),
         (true, true) => Step::Hop(next),
@@ -220,11 +241,11 @@ fn text(value: &Value) -> String {
     }
 }
 
-/// What tells a record apart without a tie-breaker: a hash of its JSON.
-fn fingerprint(record: &Value) -> String {
+/// What tells a record apart without a tie-breaker: a hash of its JSON, as the
+/// endpoint sent it.
+fn fingerprint(record: &str) -> String {
     // FNV-1a: stable across builds and runs, which the committed cursor needs.
     let hash = record
-        .to_string()
         .bytes()
         .fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3));
     format!("{hash:016x}")

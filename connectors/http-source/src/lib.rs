@@ -6,7 +6,8 @@
 //! the answer itself). `cursor.kind` says how the endpoint is walked (`cursor.rs`):
 //! numbered `page`s, an `offset`, records changed `since` the greatest value
 //! delivered (a tie-breaker for equal values), a snapshot re-delivered whenever its
-//! `etag` changes, or a `next` link (or token) each answer names. The host commits
+//! `etag` changes, or a `next` link (or token) each answer names. A record is
+//! delivered as the endpoint wrote it (its own bytes: no number rounded). The host commits
 //! the cursor only after the batch was delivered, so a crash or a NACK asks again
 //! from the last committed place: at least once, and the same records get the same
 //! ids when the endpoint answers the same (the host derives them from the committed
@@ -23,7 +24,7 @@ mod path;
 
 use ferry_guest::http::Request;
 use ferry_guest::{Batch, Error, Message, Source};
-use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::config::Config;
 use crate::cursor::{Answer, Cursor, Step};
@@ -56,10 +57,7 @@ impl<T: Transport + Default + 'static> Source for HttpSource<T> {
         let mut cursor = committed.clone();
         for _ in 0..MAX_HOPS {
             match self.ask(&cursor)? {
-                Step::Deliver(records, next) => {
-                    let messages = records.iter().map(|record| Message::new(record.to_string())).collect();
-                    return Ok(Some(Batch::new(messages, next)));
-                }
+                Step::Deliver(messages, next) => return Ok(Some(Batch::new(messages, next))),
                 Step::Hop(next) => cursor = next,
                 Step::Wait if cursor == *committed => return Ok(None),
                 Step::Wait => break,
@@ -72,7 +70,7 @@ impl<T: Transport + Default + 'static> Source for HttpSource<T> {
 
 impl<T: Transport> HttpSource<T> {
     /// One request for `cursor`, and what its answer delivers.
-    fn ask(&mut self, cursor: &Cursor) -> Result<Step, Error> {
+    fn ask(&mut self, cursor: &Cursor) -> Result<Step<Message>, Error> {
         let config = &self.config;
         let (url, extra) = config.cursoring.request(config, cursor);
         let mut request = Request::new(config.method.clone(), url.clone());
@@ -100,29 +98,24 @@ impl<T: Transport> HttpSource<T> {
                 ferry_guest::http::MAX_BODY >> 20
             )));
         }
-        let body: Value = serde_json::from_slice(&response.body)
-            .map_err(|e| Error::msg(format!("{at}: the answer is not JSON ({e}): {}", said())))?;
-        let records = match config.records.select(&body) {
-            Some(Value::Array(records)) => records.as_slice(),
-            Some(other) => {
-                let kind = match other {
-                    Value::Object(_) => "an object",
-                    Value::Null => "null",
-                    _ => "not an array",
-                };
-                return Err(Error::msg(format!(
-                    "{at}: {} (records) is {kind}, not an array of records",
-                    config.records.as_str()
-                )));
-            }
-            None => {
-                return Err(Error::msg(format!(
-                    "{at}: the answer has nothing at {} (records): {}",
-                    config.records.as_str(),
-                    said()
-                )));
-            }
+        // Parsed only as far as `records` (and a cursor's fields) need: each record
+        // is delivered as the endpoint wrote it, numbers of any precision exact.
+        let not_json =
+            |e: &dyn std::fmt::Display| Error::msg(format!("{at}: the answer is not JSON ({e}): {}", said()));
+        let text = std::str::from_utf8(&response.body).map_err(|e| not_json(&e))?;
+        let body: &RawValue = serde_json::from_str(text).map_err(|e| not_json(&e))?;
+        let path = config.records.as_str();
+        let Some(found) = config.records.select_raw(body) else {
+            return Err(Error::msg(format!("{at}: the answer has nothing at {path} (records): {}", said())));
         };
+        let records: Vec<&RawValue> = serde_json::from_str(found.get()).map_err(|_| {
+            let kind = match found.get().trim_start().as_bytes().first() {
+                Some(b'{') => "an object",
+                Some(b'n') => "null",
+                _ => "not an array",
+            };
+            Error::msg(format!("{at}: {path} (records) is {kind}, not an array of records"))
+        })?;
         if records.len() > config.max_records {
             return Err(Error::msg(format!(
                 "{at}: {} records in one answer, more than max_records ({})",
@@ -130,8 +123,9 @@ impl<T: Transport> HttpSource<T> {
                 config.max_records
             )));
         }
-        let answer = Answer { records, body: &body, etag: response.header("etag") };
-        config.cursoring.step(config, cursor, answer).map_err(|e| Error::msg(format!("{at}: {e}")))
+        let answer = Answer { records: &records, body, etag: response.header("etag") };
+        let step = config.cursoring.step(config, cursor, answer).map_err(|e| Error::msg(format!("{at}: {e}")))?;
+        Ok(step.map(|record| Message::new(record.get())))
     }
 }
 

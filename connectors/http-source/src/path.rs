@@ -3,7 +3,10 @@
 //! The subset that names one value, which is all a records array or a cursor
 //! needs; wildcards, filters and slices are refused when the config is read.
 
+use std::collections::BTreeMap;
+
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 /// One step into a value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,6 +66,15 @@ impl Path {
         })
     }
 
+    /// The same, in an answer not parsed into values: each step parses only the
+    /// level it goes through, and what it reaches stays the answer's own text.
+    pub fn select_raw<'a>(&self, raw: &'a RawValue) -> Option<&'a RawValue> {
+        self.steps.iter().try_fold(raw, |raw, step| match step {
+            Step::Key(key) => serde_json::from_str::<BTreeMap<String, &RawValue>>(raw.get()).ok()?.remove(key),
+            Step::Index(index) => serde_json::from_str::<Vec<&RawValue>>(raw.get()).ok()?.get(*index).copied(),
+        })
+    }
+
     pub fn as_str(&self) -> &str {
         &self.text
     }
@@ -90,6 +102,12 @@ mod tests {
         assert_eq!(select("$.data['page-info'].next"), Some(json!("x")));
         assert_eq!(select("$.data.missing"), None);
         assert_eq!(select("$.data.items[5]"), None);
+        let text = r#"{"data": {"items": [1, {"n": 2.50}], "page-info": {"next": "x"}}}"#;
+        let raw: &RawValue = serde_json::from_str(text).unwrap();
+        let select_raw = |path: &str| Path::parse(path).unwrap().select_raw(raw).map(RawValue::get);
+        assert_eq!(select_raw("$.data.items[1]"), Some(r#"{"n": 2.50}"#), "the answer's own text");
+        assert_eq!(select_raw("$.data['page-info'].next"), Some(r#""x""#));
+        assert_eq!(select_raw("$.data.items.x"), None);
     }
 
     #[test]

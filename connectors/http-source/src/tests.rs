@@ -288,3 +288,23 @@ fn a_config_mistake_names_the_key() {
         assert!(error.contains(said), "{plugin_config}: {error}");
     }
 }
+
+#[test]
+fn a_record_is_delivered_as_the_endpoint_wrote_it_every_digit_kept() {
+    let text = r#"{ "items": [ {"id": 1, "amount": 12345678901234567890.123456789000},
+        {"id": 2, "amount": 1e400} ] }"#;
+    let scripted = Scripted::default();
+    *scripted.answer.borrow_mut() = Some(Box::new(move |_: &Request| Response {
+        status: 200,
+        headers: Vec::new(),
+        body: text.as_bytes().to_vec(),
+    }));
+    let config = config(json!({"url": "http://api/x", "records": "$.items", "cursor": {"kind": "offset"}}));
+    let mut source = HttpSource { config, transport: scripted };
+    let batch = source.poll(&Cursor::default()).unwrap().unwrap();
+    let payloads: Vec<&[u8]> = batch.messages.iter().map(|m| m.payload.as_slice()).collect();
+    assert_eq!(
+        payloads,
+        [br#"{"id": 1, "amount": 12345678901234567890.123456789000}"#.as_slice(), br#"{"id": 2, "amount": 1e400}"#]
+    );
+}
