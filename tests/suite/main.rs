@@ -7,6 +7,7 @@
 mod authors;
 mod bad_config;
 mod bad_input;
+mod clickhouse_sink;
 mod compile_bombs;
 mod compile_cache;
 mod conformance;
