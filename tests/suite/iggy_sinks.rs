@@ -41,8 +41,16 @@ async fn fill(server: &IggyServer, stream: &str, topic: &str, partitions: u32, c
         ..Default::default()
     };
     client.create_topic(&stream_id, topic, &options).await.unwrap();
-    let topic_id = Identifier::named(topic).unwrap();
-    for start in (0..count).step_by(100) {
+    send(server, stream, topic, 0..count).await;
+}
+
+/// The messages `{"seq":N}` for each N of `seqs` into `stream/topic`, in batches of
+/// 100 spread over its partitions.
+async fn send(server: &IggyServer, stream: &str, topic: &str, seqs: std::ops::Range<u64>) {
+    let client = server.client().await;
+    let (stream_id, topic_id) = (Identifier::named(stream).unwrap(), Identifier::named(topic).unwrap());
+    let count = seqs.end;
+    for start in seqs.step_by(100) {
         let mut batch: Vec<IggyMessage> = (start..(start + 100).min(count))
             .map(|seq| {
                 IggyMessage::builder().payload(format!("{{\"seq\":{seq}}}").into_bytes().into()).build().unwrap()
@@ -205,15 +213,17 @@ fn two_ferries_in_one_consumer_group_divide_the_partitions_and_one_killed_loses_
     };
     const COUNT: u64 = 4000;
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    runtime.block_on(fill(&server, "orders", "paid", 4, COUNT));
+    runtime.block_on(fill(&server, "orders", "paid", 4, 0));
     let (a, config_a) = site(|| sink_config(&server, "shared", true, ("orders", "paid"), None));
     let (b, config_b) = site(|| sink_config(&server, "shared", true, ("orders", "paid"), None));
     let mut ferry_a = Ferry::start(&config_a, &[]);
     let mut ferry_b = Ferry::start(&config_b, &[]);
     ferry_a.wait_for_line(&["key=shared", "joined consumer group"]);
     ferry_b.wait_for_line(&["key=shared", "joined consumer group"]);
-    // Both members get partitions of their own (the first to join had them all until
-    // the second joined: the server moved half of them, so both may have written one).
+    // Sent once both are members (sent before, the first to join could read them all
+    // before the second joined, as it did on a loaded machine), so both get
+    // partitions of their own with messages on them.
+    runtime.block_on(send(&server, "orders", "paid", 0..COUNT));
     until("both members to write", || !written(&a.path("out")).is_empty() && !written(&b.path("out")).is_empty());
     let partitions = |site: &Site| written(&site.path("out")).keys().map(|(p, _)| *p).collect::<BTreeSet<_>>();
     let (of_a, of_b) = (partitions(&a), partitions(&b));
