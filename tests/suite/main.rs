@@ -22,6 +22,7 @@ mod iggy_drop_in;
 mod iggy_live;
 mod iggy_sinks;
 mod iggy_tenants;
+mod influxdb_sink;
 mod isolation;
 mod js_guests;
 mod pooling;
