@@ -19,6 +19,7 @@
 
 mod config;
 mod line;
+mod record;
 mod send;
 
 use ferry_guest::{Error, Rejected, Sink, SinkBatch, Written};
@@ -29,6 +30,7 @@ use crate::send::{Sent, Transport, Wasi};
 struct InfluxDbSink<T = Wasi> {
     config: Config,
     transport: T,
+    scratch: line::Scratch,
 }
 
 /// A point of the batch: the index of its message, and where its line is in the
@@ -50,7 +52,7 @@ impl<T: Transport + Default + 'static> Sink for InfluxDbSink<T> {
             config.measurement_field.as_deref().map_or(config.measurement.clone(), |f| format!("from {f:?}")),
             config.precision
         );
-        Ok(InfluxDbSink { config, transport: T::default() })
+        Ok(InfluxDbSink { config, transport: T::default(), scratch: line::Scratch::default() })
     }
 
     fn write(&mut self, batch: &SinkBatch) -> Result<Written, Error> {
@@ -59,7 +61,7 @@ impl<T: Transport + Default + 'static> Sink for InfluxDbSink<T> {
         let mut rejected = Vec::new();
         for (index, message) in batch.messages.iter().enumerate() {
             let start = text.len();
-            match line::append(&self.config, batch, message, &mut text) {
+            match line::append(&self.config, batch, message, &mut self.scratch, &mut text) {
                 Ok(()) => {
                     points.push(Point { index, start, end: text.len() });
                     text.push('\n');

@@ -85,7 +85,8 @@ fn header<'a>(request: &'a Request, name: &str) -> Option<&'a str> {
 #[test]
 fn each_message_is_a_point_in_iggys_layout_in_one_request() {
     let mut sink = sink(json!({ "version": "v2", "bucket": "metrics/week", "org": "acme", "token": "w:secret" }));
-    assert_eq!(sink.write(&batch(&[r#"{"seq": 1}"#, r#"{"a":"x \"y\""}"#])).unwrap(), Written::Ack);
+    let spaced = "{ \"a\" : \"x \\\"y\\\"\",\n \"b\": [1, 2] }";
+    assert_eq!(sink.write(&batch(&[r#"{"seq": 1}"#, spaced])).unwrap(), Written::Ack);
     let sent = &sink.transport.requests;
     assert_eq!(sent.len(), 1);
     assert_eq!(sent[0].url, "http://influx:8086/write?db=metrics&precision=u&rp=week");
@@ -94,7 +95,7 @@ fn each_message_is_a_point_in_iggys_layout_in_one_request() {
         lines(&sent[0]),
         [
             r#"iggy_messages,stream=s,topic=t,partition=2,offset=10 message_id="100",payload_json="{\"seq\":1}",iggy_origin_timestamp=1600000000000000i 1700000000123456"#,
-            r#"iggy_messages,stream=s,topic=t,partition=2,offset=11 message_id="101",payload_json="{\"a\":\"x \\\"y\\\"\"}",iggy_origin_timestamp=1600000000000000i 1700000000123457"#,
+            r#"iggy_messages,stream=s,topic=t,partition=2,offset=11 message_id="101",payload_json="{\"a\":\"x \\\"y\\\"\",\"b\":[1,2]}",iggy_origin_timestamp=1600000000000000i 1700000000123457"#,
         ]
     );
 }
