@@ -18,6 +18,7 @@
 //! other points of the request already; sending them again overwrites them.)
 
 mod config;
+mod escape;
 mod line;
 mod record;
 mod send;

@@ -11,7 +11,7 @@ use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor
 use serde_json::Value;
 
 use crate::config::Config;
-use crate::line::{escaped, quoted};
+use crate::escape::{escaped, quoted};
 
 /// The values of a record's keys the config names.
 pub struct Record {
