@@ -1,5 +1,5 @@
 //! Line protocol's escaping (InfluxDB 1.x): a string field's value in quotes with
-//! `"` and `\\` escaped; a measurement, tag or field key's separators escaped; and
+//! `"` and `\` escaped; a measurement, tag or field key's separators escaped; and
 //! the names line protocol cannot carry refused, saying why.
 
 /// A string field's value: in quotes, `"` and `\` escaped.
