@@ -147,7 +147,7 @@ bind-address = "127.0.0.1:{rpc}"
                 self.child = None;
                 return Err(format!("influxd exited ({status}):\n{}", read_from(&log_path, from)));
             }
-            if exchange(&self.address(), "GET", "/ping", "").is_ok_and(|(status, _)| status == 204) {
+            if exchange(&self.address(), "GET", "/ping", "", "text/plain").is_ok_and(|(status, _)| status == 204) {
                 return Ok(());
             }
             if Instant::now() > deadline {
@@ -171,13 +171,17 @@ bind-address = "127.0.0.1:{rpc}"
     /// `METHOD path` with a form `body`, as the admin when the server has auth: its
     /// status and body.
     fn request(&self, method: &str, path: &str, body: &str) -> (u16, String) {
+        self.request_raw(method, path, body, "application/x-www-form-urlencoded")
+    }
+
+    fn request_raw(&self, method: &str, path: &str, body: &str, content_type: &str) -> (u16, String) {
         let path = if self.auth {
             let separator = if path.contains('?') { '&' } else { '?' };
             format!("{path}{separator}u={USER}&p={}", encode(PASSWORD))
         } else {
             path.to_string()
         };
-        exchange(&self.address(), method, &path, body).unwrap_or_else(|e| panic!("{method} {path}: {e}"))
+        exchange(&self.address(), method, &path, body, content_type).unwrap_or_else(|e| panic!("{method} {path}: {e}"))
     }
 
     /// Run a statement that changes something (`CREATE DATABASE`, ...), as the admin.
@@ -185,6 +189,12 @@ bind-address = "127.0.0.1:{rpc}"
         let (status, body) = self.request("POST", "/query", &format!("q={}", encode(statement)));
         let body: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{statement}: not JSON ({e}): {body}"));
         assert!(status == 200 && body["results"][0].get("error").is_none(), "{statement}: {status} {body}");
+    }
+
+    /// Write `lines` of line protocol (timestamps in ns) to `db`, as the admin.
+    pub fn write(&self, db: &str, lines: &str) {
+        let (status, body) = self.request_raw("POST", &format!("/write?db={}", encode(db)), lines, "text/plain");
+        assert_eq!(status, 204, "writing to {db}: {body}");
     }
 
     pub fn create_database(&self, name: &str) {
@@ -275,13 +285,14 @@ impl Drop for InfluxServer {
 }
 
 /// One request in HTTP/1.0 (so the answer is never chunked: the server closes the
-/// connection after it), a form `body` when not empty: the status and the body.
-fn exchange(address: &str, method: &str, path: &str, body: &str) -> std::io::Result<(u16, String)> {
+/// connection after it), with `body` of `content_type` when not empty: the status
+/// and the body.
+fn exchange(address: &str, method: &str, path: &str, body: &str, content_type: &str) -> std::io::Result<(u16, String)> {
     let mut stream = TcpStream::connect(address)?;
     stream.set_read_timeout(Some(Duration::from_secs(30)))?;
     let mut head = format!("{method} {path} HTTP/1.0\r\nHost: {address}\r\nContent-Length: {}\r\n", body.len());
     if !body.is_empty() {
-        head.push_str("Content-Type: application/x-www-form-urlencoded\r\n");
+        head.push_str(&format!("Content-Type: {content_type}\r\n"));
     }
     head.push_str("\r\n");
     stream.write_all(head.as_bytes())?;
