@@ -2,7 +2,8 @@
 //! of several series at each timestamp (more than a page at one time) read into the
 //! local log in time order through a `kill -9` of ferry mid-flow, every point there,
 //! none lost and at most the batch in flight twice; a query the server refuses is an
-//! error naming it, retried, and nothing is delivered.
+//! error naming it, retried, and nothing is delivered; a server down is said and
+//! waited for; refused credentials are said, and nothing is delivered.
 
 use std::collections::BTreeSet;
 
@@ -13,7 +14,7 @@ use crate::iggy_sinks::until;
 use crate::process::{Ferry, Site};
 use ferry::store::local_log::LocalLog;
 use ferry_tests::components::INFLUXDB_SOURCE;
-use ferry_tests::influxdb_server::InfluxServer;
+use ferry_tests::influxdb_server::{InfluxServer, PASSWORD, USER};
 
 /// Series at each timestamp, and timestamps: 7 points a time, pages of 5.
 const SERIES: u64 = 7;
@@ -21,6 +22,11 @@ const TIMES: u64 = 60;
 const BATCH: u64 = 5;
 
 fn config(site: &Site, server: &InfluxServer, query: &str) -> std::path::PathBuf {
+    config_with(site, server, query, "")
+}
+
+/// [`config`] with more `plugin_config` lines.
+fn config_with(site: &Site, server: &InfluxServer, query: &str, more: &str) -> std::path::PathBuf {
     site.config(
         "ferry.toml",
         &format!(
@@ -46,6 +52,7 @@ query = '{query}'
 batch_size = {BATCH}
 retry_delay = "10ms"
 retry_max_delay = "50ms"
+{more}
 "#,
             address = server.address(),
             url = server.url(""),
@@ -114,7 +121,58 @@ fn a_query_the_server_refuses_is_said_and_nothing_is_delivered() {
     let mut run = Ferry::start(&config(&site, &server, query), &[]);
     let line = run.wait_for_line(&["key=influx", "refused the query"]);
     assert!(line.contains("SELECT * FRM points WHERE time >= 0") && line.contains("error parsing query"), "{line}");
+    run.wait_until_logged(&["key=influx", "running"]);
     run.signal(Signal::SIGTERM);
     assert!(run.wait().success(), "{}", run.log());
     assert!(delivered(&site).is_empty());
+}
+
+const QUERY: &str = "SELECT * FROM points WHERE time >= $cursor ORDER BY time ASC LIMIT $limit OFFSET $offset";
+
+/// Ten points, `seq` 0 to 9, a microsecond apart.
+fn ten_points(server: &InfluxServer) {
+    let lines: String = (0..10).map(|seq| format!("points seq={seq}i {}\n", 1_000_000_000 + seq * 1_000)).collect();
+    server.write("db", &lines);
+}
+
+#[test]
+fn a_server_down_is_said_and_waited_for_and_every_point_arrives_once_it_is_up() {
+    let mut server = InfluxServer::start();
+    server.create_database("db");
+    ten_points(&server);
+    server.kill_9();
+    let site = Site::new();
+    let mut run = Ferry::start(&config(&site, &server, QUERY), &[]);
+    let line = run.wait_for_line(&["key=influx", "no answer"]);
+    assert!(line.contains(&format!("InfluxDB at {}", server.url(""))), "{line}");
+    server.restart();
+    until("every point in the log", || delivered(&site).len() == 10);
+    run.wait_until_logged(&["key=influx", "running"]);
+    run.signal(Signal::SIGTERM);
+    assert!(run.wait().success(), "{}", run.log());
+    assert_eq!(delivered(&site).iter().map(|(_, seq)| *seq).collect::<Vec<_>>(), (0..10).collect::<Vec<_>>());
+}
+
+#[test]
+fn refused_credentials_are_said_and_nothing_is_delivered_until_they_are_right() {
+    let server = InfluxServer::start_with_auth();
+    server.create_database("db");
+    ten_points(&server);
+    let site = Site::new();
+    let wrong = format!("username = \"{USER}\"\npassword = \"not-the-password\"");
+    let mut run = Ferry::start(&config_with(&site, &server, QUERY, &wrong), &[]);
+    let line = run.wait_for_line(&["key=influx", "refused the credentials"]);
+    assert!(line.contains("HTTP 401") && line.contains("check username and password"), "{line}");
+    run.wait_until_logged(&["key=influx", "running"]);
+    run.signal(Signal::SIGTERM);
+    assert!(run.wait().success(), "{}", run.log());
+    assert!(delivered(&site).is_empty(), "nothing delivered");
+
+    // Iggy's v2 form: the token as "username:password".
+    let right = format!("token = \"{USER}:{PASSWORD}\"");
+    let mut run = Ferry::start(&config_with(&site, &server, QUERY, &right), &[]);
+    until("every point in the log", || delivered(&site).len() == 10);
+    run.wait_until_logged(&["key=influx", "running"]);
+    run.signal(Signal::SIGTERM);
+    assert!(run.wait().success(), "{}", run.log());
 }
