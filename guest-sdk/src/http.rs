@@ -122,6 +122,16 @@ pub fn send(request: &Request) -> Result<Response, HttpError> {
     for (name, value) in &request.headers {
         headers.append(name, value.as_bytes()).map_err(|e| HttpError::Invalid(format!("header {name:?}: {e:?}")))?;
     }
+    // The body's length, known here: without it the body goes chunked, a frame per
+    // write into the stream, which some servers read far slower (ClickHouse took an
+    // insert in twice the time).
+    if !request.body.is_empty() && !request.headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("content-length"))
+    {
+        let length = request.body.len().to_string();
+        headers
+            .append("content-length", length.as_bytes())
+            .map_err(|e| HttpError::Invalid(format!("content-length: {e:?}")))?;
+    }
     let outgoing = OutgoingRequest::new(headers);
     let method = match request.method.to_ascii_uppercase().as_str() {
         "GET" => Method::Get,

@@ -4,6 +4,7 @@
 //! instead of sleeping.
 
 pub mod bench;
+pub mod clickhouse_server;
 pub mod faults;
 pub mod harness;
 pub mod http_client;

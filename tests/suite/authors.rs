@@ -7,6 +7,7 @@
 //! the fallback toolchain), so one test does the whole path and the crates after the
 //! first share its target directory.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -158,6 +159,39 @@ fn a_new_source_and_sink_build_and_run_outside_the_workspace() {
     run.signal(Signal::SIGTERM);
     assert!(run.wait().success(), "{}", run.log());
     assert_eq!(endpoint.seqs().keys().copied().collect::<Vec<_>>(), (0..100).collect::<Vec<_>>());
+
+    // An HTTP source from `ferry new source --http`, against an endpoint serving 250
+    // records as JSON arrays from `?offset=N`, 40 at a time: every record once.
+    let records = axum::Router::new().route(
+        "/items",
+        axum::routing::get(|axum::extract::Query(query): axum::extract::Query<HashMap<String, u64>>| async move {
+            let from = query["offset"];
+            let items: Vec<serde_json::Value> =
+                (from..(from + 40).min(250)).map(|seq| serde_json::json!({ "seq": seq })).collect();
+            axum::Json(items)
+        }),
+    );
+    let server = tokio::runtime::Runtime::new().unwrap();
+    let listener = server.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
+    let url = format!("http://{}/items", listener.local_addr().unwrap());
+    server.spawn(async move { axum::serve(listener, records).await.unwrap() });
+    let output = ferry(&["new", "source", "feed", "--http", &url, "--path", home.path().to_str().unwrap()]);
+    assert!(output.status.success(), "ferry new: {}", text(&output.stderr));
+    let feed = home.path().join("feed");
+    let output = build(&feed, Some(&shared), &[]);
+    assert!(output.status.success(), "ferry build: {}\n{}", text(&output.stdout), text(&output.stderr));
+    let config = feed.join("ferry.toml");
+    let written = std::fs::read_to_string(&config).unwrap();
+    assert!(written.contains("poll_interval = \"1s\""), "{written}");
+    std::fs::write(&config, written.replace("poll_interval = \"1s\"", "poll_interval = \"10ms\"")).unwrap();
+    let mut run = Ferry::start(&config, &[]);
+    run.wait_for_line(&["key=feed}", "idle"]);
+    run.signal(Signal::SIGTERM);
+    assert!(run.wait().success(), "{}", run.log());
+    let read = ferry(&["log", "read", config.to_str().unwrap()]);
+    assert!(read.status.success(), "{}", text(&read.stderr));
+    let seqs: Vec<u64> = text(&read.stdout).lines().map(seq_in).collect();
+    assert_eq!(seqs, (0..250).collect::<Vec<_>>());
 
     // A crate that does not compile: the error names it, the compiler says why.
     new_crate("source", "broken", home.path());

@@ -7,6 +7,7 @@
 mod authors;
 mod bad_config;
 mod bad_input;
+mod clickhouse_sink;
 mod compile_bombs;
 mod compile_cache;
 mod conformance;
@@ -18,6 +19,7 @@ mod file_source;
 mod flow;
 mod http_api;
 mod http_sink;
+mod http_source;
 mod iggy_drop_in;
 mod iggy_live;
 mod iggy_sinks;

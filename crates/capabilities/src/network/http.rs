@@ -4,29 +4,31 @@
 //! The same grant as raw sockets, checked the same way: the request's authority is
 //! resolved and *every* address it resolves to must be one the grant resolved to
 //! when the instance started, or the request is refused with `HTTP-request-denied`
-//! (and logged with the connector's key). Then wasmtime-wasi-http's default sender
-//! connects and speaks HTTP/1.1 (TLS for `https`). The sender resolves the name once
-//! more to connect; a DNS answer changing between the check and the connect is the
-//! one gap left, and only for names (a grant of an IP address has none).
+//! (and logged with the connector's key). Then the instance's [`Pool`] sends it, on a
+//! connection kept from an earlier request to that server or a new one, HTTP/1.1
+//! (TLS for `https`). A new connection resolves the name once more; a DNS answer
+//! changing between the check and the connect is the one gap left, and only for
+//! names (a grant of an IP address has none).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use http_body_util::BodyExt;
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 
+use super::pool::Pool;
 use super::sockets::AllowedAddrs;
 
 /// The `wasi:http` hooks of one instance.
 pub struct HttpGrant {
     allowed: Arc<AllowedAddrs>,
+    pool: Arc<Pool>,
     span: tracing::Span,
 }
 
 impl HttpGrant {
     /// Requests may go to `allowed`; refusals are logged in the current span.
     pub fn new(allowed: Arc<AllowedAddrs>) -> Self {
-        HttpGrant { allowed, span: tracing::Span::current() }
+        HttpGrant { allowed, pool: Arc::default(), span: tracing::Span::current() }
     }
 }
 
@@ -43,6 +45,7 @@ impl WasiHttpHooks for HttpGrant {
         _response_errors: Box<dyn Future<Output = Result<(), Error>> + Send>,
     ) -> ResponseFuture {
         let allowed = self.allowed.clone();
+        let pool = self.pool.clone();
         let span = self.span.clone();
         Box::new(async move {
             let (host, port) = destination(request.uri()).ok_or(Error::HttpRequestUriInvalid)?;
@@ -58,9 +61,11 @@ impl WasiHttpHooks for HttpGrant {
                 );
                 return Err(Error::HttpRequestDenied);
             }
-            let (response, io) = wasmtime_wasi_http::default_send_request(request, options).await?;
-            let io: Box<dyn Future<Output = Result<(), Error>> + Send> = Box::new(io);
-            Ok((response.map(BodyExt::boxed_unsync), io))
+            let response = pool.send(request, options).await?;
+            // The connection's I/O runs in a task of its own (see `pool`): nothing
+            // is left for the caller to drive.
+            let io: Box<dyn Future<Output = Result<(), Error>> + Send> = Box::new(async { Ok(()) });
+            Ok((response, io))
         })
     }
 }

@@ -5,6 +5,7 @@
 
 mod config;
 mod http;
+mod pool;
 mod sockets;
 
 use std::sync::Arc;

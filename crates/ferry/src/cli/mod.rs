@@ -173,8 +173,9 @@ enum Command {
         /// The directory to create the connector's directory in.
         #[arg(long, value_name = "DIR", default_value = ".")]
         path: PathBuf,
-        /// Write a Rust sink that POSTs each batch to URL as NDJSON through the SDK's
-        /// HTTP helper (`ferry_guest::http`), with URL's host:port granted in its
+        /// Write a Rust source that polls URL for JSON records (`?offset=N`), or a
+        /// Rust sink that POSTs each batch to URL as NDJSON, through the SDK's HTTP
+        /// helper (`ferry_guest::http`), with URL's host:port granted in its
         /// ferry.toml: the start of a connector for any HTTP API.
         #[arg(long, value_name = "URL")]
         http: Option<String>,

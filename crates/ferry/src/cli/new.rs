@@ -79,9 +79,10 @@ pub fn new(kind: Kind, name: &str, lang: Lang, parent: &Path, http: Option<&str>
     check_name(name)?;
     let http = match http {
         None => None,
-        Some(_) if kind != Kind::Sink || lang != Lang::Rust => {
-            bail!("--http writes a Rust sink: use it with `ferry new sink NAME` (and --lang rust, the default)")
-        }
+        Some(_) if kind == Kind::Transform || lang != Lang::Rust => bail!(
+            "--http writes a Rust source or sink: use it with `ferry new source NAME` or `ferry new sink NAME` (and \
+             --lang rust, the default)"
+        ),
         Some(url) => Some((url.to_string(), authority(url)?)),
     };
     let dir = parent.join(name);
@@ -124,7 +125,7 @@ pub(super) fn guest_sdk(sub: &str) -> Result<String> {
     Ok(path.to_str().context("the guest SDK's path is not UTF-8")?.to_string())
 }
 
-/// The `host:port` of `url`, which the new sink's ferry.toml grants (the scheme's
+/// The `host:port` of `url`, which the new connector's ferry.toml grants (the scheme's
 /// default port when the URL has none).
 fn authority(url: &str) -> Result<String> {
     let invalid =
@@ -160,7 +161,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn http_names_the_url_it_grants_and_is_only_for_rust_sinks() {
+    fn http_names_the_url_it_grants_and_is_only_for_rust_sources_and_sinks() {
         assert_eq!(authority("http://127.0.0.1:8080/in").unwrap(), "127.0.0.1:8080");
         assert_eq!(authority("https://api.example.com/v1?x").unwrap(), "api.example.com:443");
         assert_eq!(authority("http://hooks").unwrap(), "hooks:80");
@@ -168,9 +169,9 @@ mod tests {
             assert!(authority(bad).unwrap_err().to_string().contains("give an http:// or https:// URL"), "{bad}");
         }
         let parent = tempfile::tempdir().unwrap();
-        for (kind, lang) in [(Kind::Source, Lang::Rust), (Kind::Sink, Lang::Python)] {
+        for (kind, lang) in [(Kind::Transform, Lang::Rust), (Kind::Sink, Lang::Python), (Kind::Source, Lang::Js)] {
             let error = new(kind, "h", lang, parent.path(), Some("http://a:1/")).unwrap_err().to_string();
-            assert!(error.contains("--http writes a Rust sink"), "{error}");
+            assert!(error.contains("--http writes a Rust source or sink"), "{error}");
         }
     }
 

@@ -5,6 +5,9 @@ use super::{File, Kind, Names};
 
 pub(super) fn files(kind: Kind, names: &Names) -> Vec<File> {
     let (lib_rs, ferry_toml) = match kind {
+        Kind::Source if names.http.is_some() => {
+            (include_str!("rust/http_source.rs.in"), include_str!("rust/http_source.toml.in"))
+        }
         Kind::Source => (include_str!("rust/source.rs.in"), include_str!("rust/source.toml.in")),
         Kind::Sink if names.http.is_some() => {
             (include_str!("rust/http_sink.rs.in"), include_str!("rust/http_sink.toml.in"))
@@ -44,5 +47,17 @@ mod tests {
         assert!(file("src/lib.rs").contains("ferry_guest::http::send(&request)"));
         assert!(file("ferry.toml").contains("grants = { network = [\"127.0.0.1:8080\"] }"), "{}", file("ferry.toml"));
         assert!(file("ferry.toml").contains("plugin_config = { url = \"http://127.0.0.1:8080/in\" }"));
+    }
+
+    #[test]
+    fn an_http_source_polls_through_the_sdk_the_url_it_is_granted() {
+        let http = Some(("https://api.example.com/items".to_string(), "api.example.com:443".to_string()));
+        let names = Names { name: "feed", kind: Kind::Source, guest_sdk: "/x".to_string(), http };
+        let files = files(Kind::Source, &names);
+        let file = |name: &str| &files.iter().find(|(path, _)| *path == name).unwrap().1;
+        assert!(file("src/lib.rs").contains("ferry_guest::http::send(&Request::new(\"GET\""));
+        assert!(file("src/lib.rs").contains("export_source!"));
+        assert!(file("ferry.toml").contains("[[sources]]") && file("ferry.toml").contains("api.example.com:443"));
+        assert!(file("ferry.toml").contains("plugin_config = { url = \"https://api.example.com/items\" }"));
     }
 }
