@@ -4,8 +4,9 @@
 //! `path`s name components of the same connectors. Every record the active source
 //! produced reaches Iggy and the sink, once; and `ferry config from-iggy` prints a
 //! Ferry config that means the same. Then the same connectors served by a config
-//! server (Iggy's HTTP provider), asked again at a reload. Iggy's HTTP sink file runs
-//! unchanged, and its InfluxDB sink file with the two changes a 1.x server needs.
+//! server (Iggy's HTTP provider), asked again at a reload. Iggy's HTTP and ClickHouse
+//! sink files run unchanged, and its InfluxDB sink file with the two changes a 1.x
+//! server needs.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -16,7 +17,8 @@ use crate::iggy_sinks::{seqs_once, until, written};
 use serde_json::json;
 
 use crate::process::{Ferry, Site, ferry};
-use ferry_tests::components::{FILE_SINK, HTTP_SINK, RANDOM_SOURCE};
+use ferry_tests::clickhouse_server::ChServer;
+use ferry_tests::components::{CLICKHOUSE_SINK, FILE_SINK, HTTP_SINK, RANDOM_SOURCE};
 use ferry_tests::free_port;
 use ferry_tests::http_client::get;
 use ferry_tests::iggy_server::{IggyServer, PASSWORD, USERNAME, live_server};
@@ -601,6 +603,88 @@ fn iggys_http_sink_file_runs_unchanged_and_every_record_reaches_the_endpoint() {
         *per_key.entry(key).or_default() += 1;
     }
     assert!(per_key.len() > 1 && per_key.values().all(|n| *n <= 50), "{per_key:?}");
+}
+
+/// Iggy's ClickHouse sink file as Iggy's repository writes it
+/// (`core/connectors/runtime/example_config/connectors/clickhouse_sink.toml`), with
+/// the test server's address and credentials where an operator puts theirs, and the
+/// grant ferry's sandbox needs.
+fn clickhouse_sink(server: &ChServer) -> String {
+    format!(
+        r#"type = "sink"
+key = "clickhouse"
+enabled = true
+version = 0
+name = "ClickHouse sink"
+path = "target/release/libiggy_connector_clickhouse_sink"
+verbose = false
+
+[[streams]]
+stream = "example_stream"
+topics = ["example_topic"]
+schema = "json"
+batch_length = 1000
+poll_interval = "5ms"
+consumer_group = "clickhouse_sink_connector"
+
+[plugin_config]
+url = "http://{address}"
+database = "default"
+username = "{user}"
+password = "{password}"
+table = "events"
+
+# Insert format: "json_each_row" (default), "row_binary", or "string"
+insert_format = "json_each_row"
+
+timeout_seconds = 30
+max_retries = 3
+retry_delay = 1 # seconds
+verbose_logging = false
+
+[grants]
+network = ["{address}"]
+"#,
+        address = server.address(),
+        user = ferry_tests::clickhouse_server::USER,
+        password = ferry_tests::clickhouse_server::PASSWORD,
+    )
+}
+
+#[test]
+fn iggys_clickhouse_sink_file_runs_unchanged_and_every_record_is_a_row() {
+    let Some(server) = live_server("iggy_drop_in::iggys_clickhouse_sink_file_runs_unchanged_and_every_record_is_a_row")
+    else {
+        return;
+    };
+    const COUNT: u64 = 300;
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let client = server.client().await;
+        IggyServer::create_topic(&client, "example_stream", "example_topic").await;
+    });
+    let clickhouse = ChServer::start();
+    // The random source's records, as its transforms leave them.
+    clickhouse.query("CREATE TABLE events (seq UInt64, origin String, at UInt64) ENGINE = MergeTree() ORDER BY seq");
+    let site = Site::new();
+    copy(RANDOM_SOURCE, &site.path("components/random_source.wasm"));
+    copy(CLICKHOUSE_SINK, &site.path("components/clickhouse_sink.wasm"));
+    std::fs::create_dir_all(site.path("connectors")).unwrap();
+    site.config("connectors/random.toml", &random(0, COUNT));
+    site.config("connectors/clickhouse.toml", &clickhouse_sink(&clickhouse));
+    let config = site.config("config.toml", &runtime_config(&server));
+
+    let mut run = Ferry::start(&config, &[]);
+    let rows = || clickhouse.try_query("SELECT count() FROM events").map(|n| n.trim().to_string());
+    let deadline = std::time::Instant::now() + crate::process::PATIENCE;
+    while !rows().is_ok_and(|n| n == COUNT.to_string()) {
+        assert!(std::time::Instant::now() < deadline, "every record a row: {:?}\n{}", rows(), run.log());
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    run.signal(Signal::SIGTERM);
+    assert!(run.wait().success(), "{}", run.log());
+    let seqs = clickhouse.query("SELECT uniqExact(seq), min(seq), max(seq), any(origin) FROM events");
+    assert_eq!(seqs.trim(), format!("{COUNT}\t0\t{}\trandom", COUNT - 1));
 }
 
 /// Iggy's InfluxDB sink file as Iggy's repository writes it

@@ -199,6 +199,48 @@ plugin_config = {{ answer_one_less = true }}
 }
 
 #[test]
+fn a_record_a_transform_grows_past_the_message_limit_holds_its_batch_and_is_named() {
+    // The records come in well under limits.max_message_bytes; the field added takes
+    // every one over it.
+    let site = Site::new();
+    let config = site.config(
+        "ferry.toml",
+        &format!(
+            r#"
+[state]
+path = "state"
+
+[local_log]
+path = "log"
+
+[[sources]]
+key = "feed"
+path = "{FAULTY_SOURCE}"
+poll_interval = "2ms"
+nack_backoff = {{ initial = "1ms", max = "5ms" }}
+max_consecutive_nacks = 1000000
+streams = [{{ stream = "demo", topic = "feed" }}]
+plugin_config = {{ max_count = 10, messages_per_batch = 4 }}
+limits = {{ max_message_bytes = 600 }}
+
+[sources.transforms.add_fields]
+enabled = true
+fields = [{{ key = "padding", value.static = "{padding}" }}]
+"#,
+            padding = "x".repeat(600)
+        ),
+    );
+    let mut run = Ferry::start(&config, &[]);
+    let line = run.wait_for_line(&["key=feed", "after the connector's transforms"]);
+    assert!(line.contains("message 0 is") && line.contains("over limits.max_message_bytes (600 B)"), "{line}");
+    run.signal(Signal::SIGTERM);
+    assert!(run.wait().success(), "{}", run.log());
+    let records = LocalLog::read_all(&site.log_dir(), "demo", "feed").unwrap_or_default();
+    assert!(records.is_empty(), "nothing over the limit delivered: {} records", records.len());
+    assert!(site.states().read("feed").unwrap().is_none(), "no cursor committed");
+}
+
+#[test]
 fn a_component_that_is_not_a_transform_is_refused_at_start_naming_the_file_and_the_kind() {
     let site = Site::new();
     let config = site.config(

@@ -5,7 +5,8 @@
 //! paid a TCP handshake (and a TLS one) each time, which made the HTTP sink half as
 //! fast as a native client keeping one connection. Here a connection goes back to
 //! the pool once its answer's body was read to its end (HTTP/1.1 cannot carry the
-//! next request before that; an answer dropped unread closes its connection), and is
+//! next request before that; an answer dropped unread closes its connection, and so
+//! does an error answer, after which servers tend to close without saying so), and is
 //! checked ready when taken again: one the server closed meanwhile is dropped, and a
 //! request it could not carry is sent on a new one. At most [`IDLE_PER_SERVER`] idle
 //! connections a server are kept; they close with the instance (the pool is its).
@@ -118,7 +119,10 @@ impl Pool {
         };
         let mut between_bytes = tokio::time::interval(timeouts.between_bytes);
         between_bytes.reset();
-        let back = Some((self.clone(), server, sender));
+        // After an error a server may close the connection without saying so (it
+        // stops reading what it refused): not kept, or the next request would be
+        // written into a connection about to go.
+        let back = (response.status().as_u16() < 400).then(|| (self.clone(), server, sender));
         Ok(response.map(|incoming| http_body_util::BodyExt::boxed_unsync(Answer { incoming, between_bytes, back })))
     }
 
@@ -254,10 +258,10 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-    /// A server on a free port answering every request `ok`, keeping the connection
-    /// unless `close` (then it says `Connection: close` and closes it); how many
-    /// connections it took.
-    async fn server(close: bool) -> (String, Arc<AtomicUsize>) {
+    /// A server on a free port answering every request `status` and `ok`, keeping
+    /// the connection unless `close` (then it says `Connection: close` and closes
+    /// it); how many connections it took.
+    async fn server(status: u16, close: bool) -> (String, Arc<AtomicUsize>) {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap().to_string();
         let accepted = Arc::new(AtomicUsize::new(0));
@@ -275,7 +279,7 @@ mod tests {
                         while let Some(end) = read.windows(4).position(|w| w == b"\r\n\r\n") {
                             read.drain(..end + 4);
                             let connection = if close { "close" } else { "keep-alive" };
-                            let answer = format!("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: {connection}\r\n\r\nok");
+                            let answer = format!("HTTP/1.1 {status} X\r\nContent-Length: 2\r\nConnection: {connection}\r\n\r\nok");
                             if socket.write_all(answer.as_bytes()).await.is_err() || close {
                                 return;
                             }
@@ -294,7 +298,7 @@ mod tests {
 
     #[tokio::test]
     async fn requests_one_after_another_share_one_connection_and_a_closed_one_is_replaced() {
-        let (address, accepted) = server(false).await;
+        let (address, accepted) = server(200, false).await;
         let pool = Arc::new(Pool::default());
         for _ in 0..5 {
             let answer = pool.send(get(&address), None).await.unwrap();
@@ -307,12 +311,20 @@ mod tests {
         assert_eq!(answer.into_body().collect().await.unwrap().to_bytes(), "ok");
         assert_eq!(accepted.load(Ordering::SeqCst), 2, "a new connection after an answer left unread");
 
-        let (address, accepted) = server(true).await;
+        let (address, accepted) = server(200, true).await;
         for _ in 0..3 {
             let answer = pool.send(get(&address), None).await.unwrap();
             assert_eq!(answer.into_body().collect().await.unwrap().to_bytes(), "ok");
         }
         assert_eq!(accepted.load(Ordering::SeqCst), 3, "a server closing each connection gets a new one each time");
+
+        let (address, accepted) = server(500, false).await;
+        for _ in 0..3 {
+            let answer = pool.send(get(&address), None).await.unwrap();
+            assert_eq!(answer.status(), 500);
+            assert_eq!(answer.into_body().collect().await.unwrap().to_bytes(), "ok");
+        }
+        assert_eq!(accepted.load(Ordering::SeqCst), 3, "no connection kept after an error answer");
     }
 
     #[test]

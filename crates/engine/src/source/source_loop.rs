@@ -130,6 +130,11 @@ impl SourceLoop<'_> {
                 Ok(transformed) => (messages, dropped) = (transformed.records, transformed.dropped),
                 Err(error) => return nack(NackReason::DeliveryFailed, error.to_string()),
             }
+            // What the chain made (fields added, a component's answers, a schema's
+            // encoding) is held to the limits the guest's batch was held to.
+            if let Err(rule) = batch::check(&messages, None, &self.connector.sandbox.limits) {
+                return nack(NackReason::Rejected, format!("after the connector's transforms, {rule}"));
+            }
         }
         let (count, bytes) = (messages.len(), messages.iter().map(|m| m.payload.len()).sum());
         let delivery = Delivery {
