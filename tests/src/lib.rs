@@ -9,6 +9,7 @@ pub mod faults;
 pub mod harness;
 pub mod http_client;
 pub mod iggy_server;
+pub mod influxdb_server;
 pub mod logs;
 pub mod postgres_server;
 pub mod raw_component;

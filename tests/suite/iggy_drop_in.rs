@@ -4,7 +4,9 @@
 //! `path`s name components of the same connectors. Every record the active source
 //! produced reaches Iggy and the sink, once; and `ferry config from-iggy` prints a
 //! Ferry config that means the same. Then the same connectors served by a config
-//! server (Iggy's HTTP provider), asked again at a reload.
+//! server (Iggy's HTTP provider), asked again at a reload. Iggy's HTTP and ClickHouse
+//! sink files run unchanged, and its InfluxDB sink file with the two changes a 1.x
+//! server needs.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -683,4 +685,94 @@ fn iggys_clickhouse_sink_file_runs_unchanged_and_every_record_is_a_row() {
     assert!(run.wait().success(), "{}", run.log());
     let seqs = clickhouse.query("SELECT uniqExact(seq), min(seq), max(seq), any(origin) FROM events");
     assert_eq!(seqs.trim(), format!("{COUNT}\t0\t{}\trandom", COUNT - 1));
+}
+
+/// Iggy's InfluxDB sink file as Iggy's repository writes it
+/// (`core/connectors/sinks/influxdb_sink/config.toml`), pointed at `url`, with the
+/// changes a 1.x server needs (the README's table): `token` as "user:password" (1.x
+/// has users, not tokens) and `include_checksum = false` (ferry hands a sink no Iggy
+/// checksum); and the grant ferry's sandbox needs. The streams are the random
+/// source's.
+fn influxdb_sink(url: &str, granted: &str) -> String {
+    format!(
+        r#"type = "sink"
+key = "influxdb"
+enabled = true
+version = 0
+name = "InfluxDB sink"
+path = "../../target/release/libiggy_connector_influxdb_sink"
+verbose = false
+
+[[streams]]
+stream = "example_stream"
+topics = ["example_topic"]
+schema = "json"
+batch_length = 100
+poll_interval = "5ms"
+consumer_group = "influxdb_sink"
+
+[plugin_config]
+version = "v2"
+url = "{url}"
+org = "iggy"
+bucket = "events"
+token = "iggy:any-password"
+measurement = "iggy_messages"
+precision = "ns"
+batch_size = 500
+include_metadata = true
+include_checksum = false
+include_origin_timestamp = true
+include_stream_tag = true
+include_topic_tag = true
+include_partition_tag = true
+payload_format = "json"
+max_retries = 3
+retry_delay = "1s"
+timeout = "10s"
+
+[grants]
+network = ["{granted}"]
+"#
+    )
+}
+
+#[test]
+fn iggys_influxdb_sink_file_writes_every_record_as_a_point() {
+    let Some(server) = live_server("iggy_drop_in::iggys_influxdb_sink_file_writes_every_record_as_a_point") else {
+        return;
+    };
+    const COUNT: u64 = 200;
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let client = server.client().await;
+        IggyServer::create_topic(&client, "example_stream", "example_topic").await;
+    });
+    let influx = ferry_tests::influxdb_server::InfluxServer::start();
+    influx.create_database("events");
+    let site = Site::new();
+    copy(RANDOM_SOURCE, &site.path("components/random_source.wasm"));
+    copy(ferry_tests::components::INFLUXDB_SINK, &site.path("components/influxdb_sink.wasm"));
+    std::fs::create_dir_all(site.path("connectors")).unwrap();
+    site.config("connectors/random.toml", &random(0, COUNT));
+    site.config("connectors/influxdb.toml", &influxdb_sink(&influx.url(""), &influx.address()));
+    let config = site.config("config.toml", &runtime_config(&server));
+
+    let points = || influx.select("events", "SELECT * FROM iggy_messages");
+    let mut run = Ferry::start(&config, &[]);
+    until("every record a point", || points().len() as u64 == COUNT);
+    run.wait_until_logged(&["key=influxdb", "running"]);
+    run.signal(Signal::SIGTERM);
+    assert!(run.wait().success(), "{}", run.log());
+    let rows = points();
+    let mut seqs: Vec<u64> = rows
+        .iter()
+        .map(|row| {
+            let payload: serde_json::Value = serde_json::from_str(row["payload_json"].as_str().unwrap()).unwrap();
+            payload["seq"].as_u64().unwrap()
+        })
+        .collect();
+    seqs.sort();
+    assert_eq!(seqs, (0..COUNT).collect::<Vec<_>>(), "every record once");
+    assert!(rows.iter().all(|row| row["stream"] == "example_stream" && row["topic"] == "example_topic"), "{rows:?}");
 }

@@ -24,6 +24,8 @@ mod iggy_drop_in;
 mod iggy_live;
 mod iggy_sinks;
 mod iggy_tenants;
+mod influxdb_sink;
+mod influxdb_source;
 mod isolation;
 mod js_guests;
 mod pooling;
