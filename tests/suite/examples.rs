@@ -1,6 +1,7 @@
 //! The configs in `examples/` are documentation people copy: each must load as it
-//! stands, and name components the workspace builds; and the PostgreSQL
-//! walk-through of the README works as written.
+//! stands, and name components the workspace builds; the PostgreSQL walk-through of
+//! the README works as written; and the connector examples run against their real
+//! servers (ClickHouse, InfluxDB, HTTP endpoints), only the address changed.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -11,6 +12,7 @@ use ferry::config::Config;
 use nix::sys::signal::Signal;
 
 use crate::process::{Ferry, PATIENCE, Site};
+use ferry::store::local_log::LocalLog;
 
 fn examples() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
@@ -112,4 +114,90 @@ impl Drop for DemoServer {
             self.run(&["stop"]);
         }
     }
+}
+
+/// `examples/NAME` as it stands but for `replace` (a server's address, a user), its
+/// components found where the workspace builds them and its `data/` in the site:
+/// written into the site, and ferry started on it with `env`.
+fn run_example(site: &Site, name: &str, replace: &[(&str, &str)], env: &[(&str, &str)]) -> Ferry {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    let mut text = std::fs::read_to_string(dir.join(name)).unwrap_or_else(|e| panic!("examples/{name}: {e}"));
+    let components = Path::new(ferry_tests::components::RANDOM_SOURCE).parent().unwrap().display().to_string();
+    for (from, to) in [("../target/components", components.as_str())].iter().chain(replace) {
+        assert!(text.contains(from), "examples/{name} has no {from:?} to replace");
+        text = text.replace(from, to);
+    }
+    let config = site.config(name, &text);
+    Ferry::start(&config, env)
+}
+
+/// Wait until `done` holds, showing ferry's log if it never does.
+fn until(ferry: &Ferry, what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + PATIENCE;
+    while !done() {
+        assert!(Instant::now() < deadline, "{what} never happened; ferry's log:\n{}", ferry.log());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn the_clickhouse_example_runs_against_a_real_server() {
+    let server = ferry_tests::clickhouse_server::ChServer::start();
+    // The table its comment says to create.
+    server.query(
+        "CREATE TABLE events (ferry_id String, seq UInt64, text String) ENGINE = ReplacingMergeTree() ORDER BY ferry_id",
+    );
+    let site = Site::new();
+    let address = server.address();
+    let replace = [("127.0.0.1:8123", address.as_str()), ("username = \"default\"", "username = \"ferry\"")];
+    let password = ferry_tests::clickhouse_server::PASSWORD;
+    let mut ferry = run_example(&site, "clickhouse.toml", &replace, &[("FERRY_CLICKHOUSE_PASSWORD", password)]);
+    let rows = || server.try_query("SELECT count() FROM events FINAL").map(|n| n.trim() == "10000").unwrap_or(false);
+    until(&ferry, "10000 rows", rows);
+    ferry.signal(Signal::SIGTERM);
+    assert!(ferry.wait().success(), "{}", ferry.log());
+    assert!(!ferry.log().contains(password), "the password was logged");
+}
+
+#[test]
+fn the_influxdb_example_runs_against_a_real_server() {
+    let server = ferry_tests::influxdb_server::InfluxServer::start();
+    server.create_database("metrics");
+    let site = Site::new();
+    let address = server.address();
+    let mut ferry = run_example(&site, "influxdb.toml", &[("127.0.0.1:8086", address.as_str())], &[]);
+    let points =
+        || server.select("metrics", "SELECT count(seq) FROM random").first().and_then(|row| row["count"].as_u64());
+    until(&ferry, "100 points", || points() == Some(100));
+    // And the source reads them back.
+    let read_back = || LocalLog::read_all(&site.path("data/log"), "demo", "from-influx").map(|r| r.len()).unwrap_or(0);
+    until(&ferry, "100 points read back", || read_back() == 100);
+    ferry.signal(Signal::SIGTERM);
+    assert!(ferry.wait().success(), "{}", ferry.log());
+}
+
+#[test]
+fn the_http_examples_run_against_real_endpoints() {
+    let source_endpoint = crate::http_source::Endpoint::start(250, 0);
+    let site = Site::new();
+    let mut ferry = run_example(&site, "http-source.toml", &[("127.0.0.1:8080", &source_endpoint.address)], &[]);
+    let ids = || {
+        LocalLog::read_all(&site.path("data/log"), "demo", "records")
+            .unwrap_or_default()
+            .iter()
+            .map(|r| serde_json::from_slice::<serde_json::Value>(&r.payload).unwrap()["id"].as_u64().unwrap())
+            .collect::<Vec<_>>()
+    };
+    until(&ferry, "250 records", || ids().len() == 250);
+    ferry.signal(Signal::SIGTERM);
+    assert!(ferry.wait().success(), "{}", ferry.log());
+    assert_eq!(ids(), (0..250).collect::<Vec<_>>());
+
+    let sink_endpoint = crate::http_sink::Endpoint::start(0, false);
+    let site = Site::new();
+    let mut ferry = run_example(&site, "http.toml", &[("127.0.0.1:8080", &sink_endpoint.address)], &[]);
+    until(&ferry, "100 messages at the endpoint", || sink_endpoint.seqs().len() == 100);
+    ferry.signal(Signal::SIGTERM);
+    assert!(ferry.wait().success(), "{}", ferry.log());
+    assert_eq!(sink_endpoint.seqs().keys().copied().collect::<Vec<_>>(), (0..100).collect::<Vec<_>>());
 }

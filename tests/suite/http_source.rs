@@ -27,14 +27,14 @@ struct List {
 }
 
 /// `GET /records?page=N&per_page=M`: page N (from 1) of the list.
-struct Endpoint {
-    address: String,
+pub(crate) struct Endpoint {
+    pub address: String,
     list: Arc<Mutex<List>>,
     _runtime: tokio::runtime::Runtime,
 }
 
 impl Endpoint {
-    fn start(len: u64, failing: u32) -> Endpoint {
+    pub fn start(len: u64, failing: u32) -> Endpoint {
         let runtime = tokio::runtime::Runtime::new().unwrap();
         let list = Arc::new(Mutex::new(List { len, failing, requests: 0 }));
         let shared = list.clone();

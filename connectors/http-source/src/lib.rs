@@ -7,11 +7,11 @@
 //! numbered `page`s, an `offset`, records changed `since` the greatest value
 //! delivered (a tie-breaker for equal values), a snapshot re-delivered whenever its
 //! `etag` changes, or a `next` link (or token) each answer names. A record is
-//! delivered as the endpoint wrote it (its own bytes: no number rounded). The host commits
-//! the cursor only after the batch was delivered, so a crash or a NACK asks again
-//! from the last committed place: at least once, and the same records get the same
-//! ids when the endpoint answers the same (the host derives them from the committed
-//! cursor).
+//! delivered as the endpoint wrote it (its own bytes: no number rounded). The host
+//! commits the cursor only after the batch was delivered, so a crash or a NACK asks
+//! again from the last committed place: at least once, and the same records get the
+//! same ids when the endpoint answers the same (the host derives them from the
+//! committed cursor).
 //!
 //! An answer that is not 2xx (or 304 to an `etag` poll), not JSON, or without an
 //! array at `records` fails the poll with an error naming the URL and what is wrong;
