@@ -195,9 +195,14 @@ fn the_http_examples_run_against_real_endpoints() {
 
     let sink_endpoint = crate::http_sink::Endpoint::start(0, false);
     let site = Site::new();
-    let mut ferry = run_example(&site, "http.toml", &[("127.0.0.1:8080", &sink_endpoint.address)], &[]);
+    let token = "Bearer example-token-never-logged";
+    let env = [("WEBHOOK_AUTHORIZATION", token)];
+    let mut ferry = run_example(&site, "http.toml", &[("127.0.0.1:8080", &sink_endpoint.address)], &env);
     until(&ferry, "100 messages at the endpoint", || sink_endpoint.seqs().len() == 100);
     ferry.signal(Signal::SIGTERM);
     assert!(ferry.wait().success(), "{}", ferry.log());
     assert_eq!(sink_endpoint.seqs().keys().copied().collect::<Vec<_>>(), (0..100).collect::<Vec<_>>());
+    // The secret reached the endpoint as the header its name says, and no log line.
+    assert_eq!(sink_endpoint.received.lock().unwrap().authorization.as_deref(), Some(token));
+    assert!(!ferry.log().contains("example-token-never-logged"), "{}", ferry.log());
 }

@@ -24,6 +24,8 @@ const COUNT: u64 = 300;
 pub(crate) struct Received {
     pub requests: Vec<(String, u64)>,
     busy: u32,
+    /// The `Authorization` header of the last request taken, if it had one.
+    pub authorization: Option<String>,
 }
 
 /// The endpoint: `POST /ingest` of Iggy's envelopes (one, or one a line); with
@@ -68,6 +70,8 @@ impl Endpoint {
                         return (StatusCode::UNPROCESSABLE_ENTITY, format!("seq {seq} is refused"));
                     }
                     let key = headers["idempotency-key"].to_str().unwrap().to_string();
+                    received.authorization =
+                        headers.get("authorization").map(|value| value.to_str().unwrap().to_string());
                     received.requests.extend(seqs.into_iter().map(|seq| (key.clone(), seq)));
                     (StatusCode::OK, "ok".to_string())
                 }

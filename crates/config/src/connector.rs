@@ -201,17 +201,29 @@ pub trait ConnectorConfig: std::fmt::Debug + Send + Sync {
     fn schema_files(&self) -> Vec<&std::path::Path>;
 
     /// The guest's `plugin_config` as the JSON document its `open` receives, with
-    /// its secrets read and added. The error names the secret and where it was
-    /// looked for, never a value.
+    /// its secrets read and added: a secret named `a.b` goes into table `a` under
+    /// `b` (`"headers.Authorization"`: a header whose value is a secret). The error
+    /// names the secret and where it was looked for, never a value.
     fn plugin_config_json(&self) -> Result<String, String> {
         let mut document = match self.plugin_config() {
             Some(table) => serde_json::to_value(table).map_err(|e| format!("plugin_config: {e}"))?,
             None => serde_json::Value::Object(Default::default()),
         };
-        let object = document.as_object_mut().expect("a TOML table becomes a JSON object");
         for (name, source) in self.secrets() {
             let value = source.read().map_err(|problem| format!("secrets.{name}: {problem}"))?;
-            object.insert(name.clone(), serde_json::Value::String(value));
+            let mut path: Vec<&str> = name.split('.').collect();
+            let leaf = path.pop().expect("split gives one part at least");
+            let mut table = &mut document;
+            for (depth, part) in path.iter().enumerate() {
+                let object = table.as_object_mut().ok_or_else(|| {
+                    format!("secrets.{name}: plugin_config.{} is not a table", path[..depth].join("."))
+                })?;
+                table = object.entry(part.to_string()).or_insert_with(|| serde_json::Value::Object(Default::default()));
+            }
+            let object = table
+                .as_object_mut()
+                .ok_or_else(|| format!("secrets.{name}: plugin_config.{} is not a table", path.join(".")))?;
+            object.insert(leaf.to_string(), serde_json::Value::String(value));
         }
         Ok(document.to_string())
     }

@@ -327,6 +327,39 @@ fn secrets_are_added_to_plugin_config_and_a_missing_one_is_named_without_a_value
     assert!(problem(&clash).contains("`token` is also a key of plugin_config"));
 }
 
+#[test]
+fn a_secret_named_table_dot_key_goes_into_that_table_of_plugin_config() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("token"), "Bearer s3cret\n").unwrap();
+    let text = format!(
+        "{MINIMAL}\n[sources.plugin_config]\nurl = \"x\"\nheaders = {{ Accept = \"text/plain\" }}\n[sources.secrets]\n\"headers.Authorization\" = {{ file = \"token\" }}\n\"auth.basic.user\" = {{ file = \"token\" }}\n"
+    );
+    let config = Config::parse(&dir.path().join("ferry.toml"), &text, Vec::new()).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&config.sources[0].plugin_config_json().unwrap()).unwrap();
+    assert_eq!(
+        json,
+        serde_json::json!({
+            "url": "x",
+            "headers": { "Accept": "text/plain", "Authorization": "Bearer s3cret" },
+            "auth": { "basic": { "user": "Bearer s3cret" } },
+        })
+    );
+    // Into a value that is not a table: named.
+    let text = format!(
+        "{MINIMAL}\n[sources.plugin_config]\nurl = \"x\"\n[sources.secrets]\n\"url.part\" = {{ file = \"token\" }}\n"
+    );
+    let config = Config::parse(&dir.path().join("ferry.toml"), &text, Vec::new()).unwrap();
+    let error = config.sources[0].plugin_config_json().unwrap_err();
+    assert_eq!(error, "secrets.url.part: plugin_config.url is not a table");
+    // Over a header the file sets, or with an empty part: refused at load.
+    let clash = format!(
+        "{MINIMAL}\n[sources.plugin_config]\nheaders = {{ Authorization = \"x\" }}\n[sources.secrets]\n\"headers.Authorization\" = {{ env = \"X\" }}\n"
+    );
+    assert!(problem(&clash).contains("`headers.Authorization` is also a key of plugin_config"));
+    let empty = format!("{MINIMAL}\n[sources.secrets]\n\"headers.\" = {{ env = \"X\" }}\n");
+    assert!(problem(&empty).contains("no empty part"), "{}", problem(&empty));
+}
+
 const TENANTS: &str = r#"
 [[tenants]]
 key = "acme"

@@ -313,11 +313,25 @@ fn validate_connector(connector: &dyn ConnectorConfig) -> Result<(), (&'static s
     check_backoff(&connector.restart_backoff()).map_err(|p| ("restart_backoff", p))?;
     validate_limits(connector.limits())?;
     if let Some(plugin_config) = connector.plugin_config()
-        && let Some(name) = connector.secrets().keys().find(|name| plugin_config.contains_key(name.as_str()))
+        && let Some(name) = connector.secrets().keys().find(|name| set_in(plugin_config, name))
     {
         return Err(("secrets", format!("`{name}` is also a key of plugin_config; a secret must not overwrite it")));
     }
+    if let Some(name) = connector.secrets().keys().find(|name| name.split('.').any(str::is_empty)) {
+        return Err(("secrets", format!("`{name}`: a secret names a key, or `table.key`, with no empty part")));
+    }
     Ok(())
+}
+
+/// Whether `plugin_config` has a value at the dotted path `name` (`headers.Authorization`).
+fn set_in(plugin_config: &toml::Table, name: &str) -> bool {
+    let mut parts = name.split('.');
+    let Some(first) = parts.next() else { return false };
+    let mut value = plugin_config.get(first);
+    for part in parts {
+        value = value.and_then(|v| v.as_table()).and_then(|table| table.get(part));
+    }
+    value.is_some()
 }
 
 /// `initial` and `max` within [`settings::TIMER`], `initial` not above `max`.
