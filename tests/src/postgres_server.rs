@@ -71,6 +71,7 @@ impl PgServer {
         let file = dir.join(format!("{name}-password"));
         fs::write(&file, format!("{password}\n")).expect("writing the password file");
         ferry::capabilities::postgres::PostgresServer {
+            url: None,
             host: self.host().to_string(),
             port: self.port(),
             database: self.database().to_string(),

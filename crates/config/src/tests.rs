@@ -738,8 +738,8 @@ fn postgres_tls_is_required_with_a_ca_file_and_a_bad_one_is_named() {
         Config::parse(&config_file, &text, Vec::new()).map_err(|e| e.to_string())
     };
     let plain = load("").unwrap();
-    assert!(!plain.sections.postgres["orders"].tls_required(), "plain TCP unless asked for");
-    assert!(load("tls = \"require\"").unwrap().sections.postgres["orders"].tls_required());
+    assert!(!plain.sections.postgres["orders"].tls_required().unwrap(), "plain TCP unless asked for");
+    assert!(load("tls = \"require\"").unwrap().sections.postgres["orders"].tls_required().unwrap());
 
     // Refused before it is read.
     std::fs::write(dir.path().join("ca.pem"), "").unwrap();

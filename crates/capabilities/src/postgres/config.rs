@@ -14,6 +14,17 @@
 //! tls = "require"                              # default: "require" with a ca_file, else "disable"
 //! ca_file = "certs/orders-ca.pem"              # default: the system's trusted roots
 //! ```
+//!
+//! Or the whole server as one connection URL, as many tools take it (Iggy's
+//! PostgreSQL connectors' `connection_string`):
+//!
+//! ```toml
+//! [postgres.orders]
+//! url = { env = "ORDERS_DATABASE_URL" }   # postgresql://user:password@host:port/database
+//! ```
+//!
+//! A URL written in the config itself may not hold a password (ferry reads secrets
+//! only from the environment or a file); one read from there may.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -26,10 +37,16 @@ use ferry_contract::settings::{self, SecretSource, duration};
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PostgresServer {
+    /// The whole server as a connection URL, instead of `host` ... `password`.
+    #[serde(default)]
+    pub url: Option<ServerUrl>,
+    #[serde(default)]
     pub host: String,
     #[serde(default = "default_port")]
     pub port: u16,
+    #[serde(default)]
     pub database: String,
+    #[serde(default)]
     pub user: String,
     /// Where the host reads the password (never written in the config itself).
     #[serde(default)]
@@ -60,6 +77,27 @@ pub enum TlsMode {
     Require,
 }
 
+/// `url = "postgresql://..."` (without a password), or `url = { env = "NAME" }` /
+/// `{ file = "PATH" }` (a secret: it may hold the password).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum ServerUrl {
+    Written(String),
+    Secret(SecretSource),
+}
+
+/// Where and as whom to connect: the fields, or what the URL says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    pub host: String,
+    pub port: u16,
+    pub database: String,
+    pub user: String,
+    pub password: Option<String>,
+    /// `sslmode=require` (or `verify-ca`, `verify-full`) in the URL.
+    pub url_requires_tls: bool,
+}
+
 fn default_port() -> u16 {
     5432
 }
@@ -80,10 +118,22 @@ pub const MAX_CONNECTIONS: u32 = 16;
 impl PostgresServer {
     /// Check the definition alone.
     pub(super) fn validate(&self) -> Result<(), String> {
-        if self.host.is_empty() {
-            return Err("host: must not be empty".into());
-        }
-        if self.database.is_empty() || self.user.is_empty() {
+        if self.url.is_some() {
+            let beside = [
+                ("host", !self.host.is_empty()),
+                ("port", self.port != default_port()),
+                ("database", !self.database.is_empty()),
+                ("user", !self.user.is_empty()),
+                ("password", self.password.is_some()),
+            ];
+            if let Some((key, _)) = beside.iter().find(|(_, given)| *given) {
+                return Err(format!("url and {key}: the URL says where and as whom to connect; give one or the other"));
+            }
+            self.endpoint()?;
+            self.tls_required()?;
+        } else if self.host.is_empty() {
+            return Err("host: must not be empty (or give the server as a url)".into());
+        } else if self.database.is_empty() || self.user.is_empty() {
             return Err("database and user: must not be empty".into());
         }
         if !(1..=MAX_CONNECTIONS).contains(&self.max_connections) {
@@ -104,10 +154,133 @@ impl PostgresServer {
     }
 
     /// Whether connections to this server must be inside TLS.
-    pub fn tls_required(&self) -> bool {
+    pub fn tls_required(&self) -> Result<bool, String> {
+        let url_requires_tls = self.url.is_some() && self.endpoint()?.url_requires_tls;
         match self.tls {
-            Some(mode) => mode == TlsMode::Require,
-            None => self.ca_file.is_some(),
+            Some(TlsMode::Disable) if url_requires_tls => {
+                Err("url and tls: the URL's sslmode requires TLS and tls = \"disable\"".into())
+            }
+            Some(mode) => Ok(mode == TlsMode::Require),
+            None => Ok(url_requires_tls || self.ca_file.is_some()),
         }
+    }
+
+    /// Where and as whom to connect; the password read from where it is kept. The
+    /// error names the key and where a secret was looked for, never a byte of it.
+    pub fn endpoint(&self) -> Result<Endpoint, String> {
+        let (text, secret) = match &self.url {
+            None => {
+                let password = match &self.password {
+                    Some(source) => Some(source.read().map_err(|p| format!("password: {p}"))?),
+                    None => None,
+                };
+                return Ok(Endpoint {
+                    host: self.host.clone(),
+                    port: self.port,
+                    database: self.database.clone(),
+                    user: self.user.clone(),
+                    password,
+                    url_requires_tls: false,
+                });
+            }
+            Some(ServerUrl::Written(text)) => (text.clone(), false),
+            Some(ServerUrl::Secret(source)) => (source.read().map_err(|p| format!("url: {p}"))?, true),
+        };
+        parse_url(&text, secret).map_err(|p| format!("url: {p}"))
+    }
+}
+
+/// A `postgres://` or `postgresql://` URL. `secret` says whether it was read from a
+/// secret: a URL written in the config may not hold a password. Errors never show
+/// the URL (it may hold one).
+fn parse_url(text: &str, secret: bool) -> Result<Endpoint, String> {
+    if !["postgresql://", "postgres://"].iter().any(|scheme| text.starts_with(scheme)) {
+        return Err("not a PostgreSQL URL: it must begin with postgresql:// or postgres://".into());
+    }
+    let config: tokio_postgres::Config = text.parse().map_err(|e| format!("not a PostgreSQL URL: {e}"))?;
+    let password = config.get_password().map(|p| String::from_utf8_lossy(p).into_owned());
+    if password.is_some() && !secret {
+        return Err("holds a password, and ferry never reads a secret written in the config: write url = { env = \
+             \"NAME\" } (or { file = \"PATH\" }) and put the URL there"
+            .into());
+    }
+    let host = match config.get_hosts() {
+        [tokio_postgres::config::Host::Tcp(host)] => host.clone(),
+        [] => return Err("names no host".into()),
+        [_] => return Err("names a Unix socket: ferry connects over TCP only".into()),
+        _ => return Err("names several hosts: name one".into()),
+    };
+    let port = match config.get_ports() {
+        [] => default_port(),
+        [port] => *port,
+        _ => return Err("names several ports: name one".into()),
+    };
+    let database = config.get_dbname().ok_or("names no database (postgresql://user@host/DATABASE)")?.to_string();
+    let user = config.get_user().ok_or("names no user (postgresql://USER@host/database)")?.to_string();
+    let url_requires_tls = match config.get_ssl_mode() {
+        tokio_postgres::config::SslMode::Require => true,
+        tokio_postgres::config::SslMode::Disable => false,
+        // `prefer` (the default) falls back to plain TCP when the server offers no
+        // TLS: ferry never does that silently; the `tls` key decides.
+        _ => false,
+    };
+    Ok(Endpoint { host, port, database, user, password, url_requires_tls })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server(text: &str) -> PostgresServer {
+        toml::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn a_url_read_from_a_secret_says_where_and_as_whom_to_connect() {
+        // SAFETY: the variable's name is this test's alone.
+        unsafe { std::env::set_var("FERRY_TEST_PG_URL_1", "postgresql://app:s3cret@db.internal:6543/shop?sslmode=require") };
+        let defined = server("url = { env = \"FERRY_TEST_PG_URL_1\" }");
+        defined.validate().unwrap();
+        let endpoint = defined.endpoint().unwrap();
+        assert_eq!(
+            endpoint,
+            Endpoint {
+                host: "db.internal".into(),
+                port: 6543,
+                database: "shop".into(),
+                user: "app".into(),
+                password: Some("s3cret".into()),
+                url_requires_tls: true,
+            }
+        );
+        assert_eq!(defined.tls_required(), Ok(true), "sslmode=require");
+        let plain = server("url = \"postgres://app@localhost/shop\"");
+        plain.validate().unwrap();
+        assert_eq!(plain.endpoint().unwrap().port, 5432);
+        assert_eq!(plain.endpoint().unwrap().password, None);
+        assert_eq!(plain.tls_required(), Ok(false));
+    }
+
+    #[test]
+    fn a_url_that_cannot_be_taken_is_refused_without_showing_it() {
+        // SAFETY: the variable's name is this test's alone.
+        unsafe { std::env::set_var("FERRY_TEST_PG_URL_2", "mysql://app:hunter2@db/shop") };
+        let cases = [
+            ("url = \"postgresql://app:hunter2@db/shop\"", "never reads a secret written in the config"),
+            ("url = { env = \"FERRY_TEST_PG_URL_2\" }", "must begin with postgresql://"),
+            ("url = { env = \"FERRY_TEST_PG_URL_UNSET\" }", "FERRY_TEST_PG_URL_UNSET is not set"),
+            ("url = \"postgresql://app@db\"", "names no database"),
+            ("url = \"postgresql://db/shop\"", "names no user"),
+            ("url = \"postgresql://app@a,b/shop\"", "several hosts"),
+            ("url = \"postgresql://app@db/shop\"\nhost = \"db\"", "url and host"),
+            ("url = \"postgresql://app@db/shop\"\npassword = { env = \"X\" }", "url and password"),
+        ];
+        for (text, needle) in cases {
+            let problem = server(text).validate().unwrap_err();
+            assert!(problem.contains(needle), "{text}: {problem}");
+            assert!(!problem.contains("hunter2"), "{text}: {problem}");
+        }
+        let demanding = server("url = \"postgresql://app@db/shop?sslmode=require\"\ntls = \"disable\"");
+        assert!(demanding.tls_required().unwrap_err().contains("sslmode"));
     }
 }

@@ -26,7 +26,7 @@ use std::path::PathBuf;
 use ferry_contract::settings::{SecretSource, valid_key};
 use wasmtime::component::Linker;
 
-pub use config::{MAX_CONNECTIONS, PostgresServer, TlsMode};
+pub use config::{Endpoint, MAX_CONNECTIONS, PostgresServer, ServerUrl, TlsMode};
 pub use host::PostgresView;
 pub use pools::PgPools;
 
@@ -78,6 +78,9 @@ impl Capability for Postgres {
             if let Some(SecretSource::File(path)) = server.password.as_mut() {
                 paths.push(path);
             }
+            if let Some(ServerUrl::Secret(SecretSource::File(path))) = server.url.as_mut() {
+                paths.push(path);
+            }
             paths.extend(server.ca_file.as_mut());
         }
         paths
@@ -106,8 +109,18 @@ impl Capability for Postgres {
     }
 
     fn secrets(names: &Vec<String>, servers: &Self::Section) -> Vec<String> {
+        // The password, and a URL read from a secret whole: it holds the password.
         let granted = names.iter().filter_map(|name| servers.get(name));
-        granted.filter_map(|server| server.password.as_ref()?.read().ok()).collect()
+        let mut secrets = Vec::new();
+        for server in granted {
+            if let Ok(Some(password)) = server.endpoint().map(|endpoint| endpoint.password) {
+                secrets.push(password);
+            }
+            if let Some(ServerUrl::Secret(source)) = &server.url {
+                secrets.extend(source.read().ok());
+            }
+        }
+        secrets
     }
 
     /// The definition of each server granted, its password's value and its CA file's
@@ -116,7 +129,7 @@ impl Capability for Postgres {
         let mut reach = String::new();
         for name in names {
             let server = servers.get(name);
-            let password = server.and_then(|s| s.password.as_ref()).map(|p| p.read());
+            let password = server.map(|s| s.endpoint().map(|endpoint| endpoint.password));
             let ca = server.and_then(|s| s.ca_file.as_ref()).map(|path| tls::read_ca_file(path));
             reach.push_str(&format!("{name} {server:?} {password:?} {ca:?}\n"));
         }

@@ -31,19 +31,20 @@ impl PgPools {
         for name in names {
             let server =
                 servers.get(name).ok_or_else(|| format!("grants.postgres: no [postgres.{name}] is defined"))?;
+            let endpoint = server.endpoint().map_err(|p| format!("[postgres.{name}] {p}"))?;
             let mut config = tokio_postgres::Config::new();
             config
-                .host(&server.host)
-                .port(server.port)
-                .dbname(&server.database)
-                .user(&server.user)
+                .host(&endpoint.host)
+                .port(endpoint.port)
+                .dbname(&endpoint.database)
+                .user(&endpoint.user)
                 .connect_timeout(server.connect_timeout)
                 .application_name("ferry");
-            if let Some(password) = &server.password {
-                config.password(password.read().map_err(|p| format!("[postgres.{name}] password: {p}"))?);
+            if let Some(password) = &endpoint.password {
+                config.password(password);
             }
             let manager_config = ManagerConfig { recycling_method: RecyclingMethod::Fast };
-            let tls = if server.tls_required() {
+            let tls = if server.tls_required().map_err(|p| format!("[postgres.{name}] {p}"))? {
                 config.ssl_mode(SslMode::Require);
                 Some(PgTls::new(server.ca_file.as_ref()).map_err(|p| format!("[postgres.{name}] {p}"))?)
             } else {

@@ -105,7 +105,15 @@ impl IggyEnv {
         let prefix = format!("{PREFIX}{}_{}_", role.to_ascii_uppercase(), key.to_ascii_uppercase());
         for (name, value) in self.vars.iter().filter(|(name, _)| name.starts_with(&prefix)) {
             let Some(path) = connector_path(&name[prefix.len()..]) else { continue };
-            set(table, &path, typed(value)).map_err(|p| format!("{name}: {p}"))?;
+            // A connection string holds a password: the config keeps where it is, so
+            // that ferry reads it as a secret and never prints it.
+            let value = match path.as_str() {
+                "plugin_config.connection_string" => {
+                    toml::Value::Table(toml::Table::from_iter([("env".to_string(), toml::Value::String(name.clone()))]))
+                }
+                _ => typed(value),
+            };
+            set(table, &path, value).map_err(|p| format!("{name}: {p}"))?;
             self.applied.insert(name.clone());
         }
         Ok(())
@@ -208,5 +216,17 @@ mod tests {
         assert_eq!(connector_path("ENABLED").as_deref(), Some("enabled"));
         assert_eq!(connector_path("STREAMS_X_TOPICS"), None);
         assert_eq!(connector_path("LIMITS"), None);
+    }
+
+    #[test]
+    fn a_connection_string_override_is_kept_as_where_it_is_never_as_its_value() {
+        let name = "IGGY_CONNECTORS_SINK_PG_PLUGIN_CONFIG_CONNECTION_STRING";
+        let mut env = IggyEnv::new(&[(name.to_string(), "postgresql://u:secret@h/d".to_string())]);
+        let mut table: toml::Table = toml::from_str("[plugin_config]\nconnection_string = \"file's\"").unwrap();
+        env.apply_connector("sink", "pg", &mut table).unwrap();
+        env.finish().unwrap();
+        let expected: toml::Table = toml::from_str(&format!("env = \"{name}\"")).unwrap();
+        assert_eq!(table["plugin_config"]["connection_string"], toml::Value::Table(expected));
+        assert!(!toml::to_string(&table).unwrap().contains("secret"));
     }
 }

@@ -17,6 +17,8 @@
 //! * `http_provider.rs`: the connectors' configs fetched from a URL (Iggy's HTTP
 //!   provider) instead of read from `config_dir`;
 //! * `components.rs`: the component a native plugin's `path` stands for;
+//! * `postgres.rs`: Iggy's PostgreSQL connectors' `connection_string`, as a server
+//!   the host serves them;
 //! * `env.rs`: Iggy's `IGGY_CONNECTORS_*` environment overrides;
 //! * `versions.rs`: every version of one connector's config, as Iggy's API shows them.
 
@@ -24,6 +26,7 @@ mod components;
 mod connector_file;
 mod env;
 mod http_provider;
+mod postgres;
 mod runtime_file;
 mod versions;
 

@@ -11,6 +11,7 @@ use super::components::Components;
 use super::connector_file;
 use super::env::IggyEnv;
 use super::http_provider::HttpProvider;
+use super::postgres;
 use super::{Keys, not_yet};
 
 /// The Ferry config `document`, the runtime file `file`, means.
@@ -44,6 +45,8 @@ pub(super) fn translate(file: &Path, mut document: toml::Table, env: &mut IggyEn
         let mut entry = connector.entry;
         let component = components.find(&connector.plugin_path, connector.enabled);
         let component = component.map_err(|problem| format!("{}: path: {problem}", connector.origin))?;
+        let name = component.file_stem().and_then(|stem| stem.to_str()).unwrap_or_default().replace('-', "_");
+        postgres::serve_connection_string(&connector.origin, &name, connector.role, &mut entry, &mut ferry)?;
         entry.insert("path".into(), component.display().to_string().into());
         let list = ferry.entry(format!("{role}s")).or_insert_with(|| toml::Value::Array(Vec::new()));
         match list {
