@@ -6,7 +6,9 @@
 //! committed. A batch written again (after a retry, a crash, a restart) inserts
 //! nothing new: its ids are already there. With `columns`, a message's metadata and
 //! payload fields go into columns of the operator's own table instead (`mapped.rs`),
-//! `ON CONFLICT (conflict_columns) DO NOTHING`, or `DO UPDATE` with `upsert`.
+//! `ON CONFLICT (conflict_columns) DO NOTHING`, or `DO UPDATE` with `upsert`. With
+//! Iggy's keys (`target_table`, ...: a sink moved from Iggy's runtime), the table is
+//! the one Iggy's PostgreSQL sink writes (`iggy.rs`).
 //!
 //! `plugin_config` (`columns.rs` checks the mapping):
 //!
@@ -30,6 +32,7 @@ mod config;
 mod db;
 #[cfg(test)]
 mod fake_db;
+mod iggy;
 mod mapped;
 mod message;
 mod row;
@@ -40,6 +43,7 @@ use ferry_guest::{Error, Sink, SinkBatch, Written};
 
 use crate::config::Config;
 use crate::db::{Database, Db};
+use crate::iggy::IggyLayout;
 use crate::mapped::MappedLayout;
 use crate::row::{DefaultLayout, Layout};
 
@@ -49,6 +53,8 @@ struct PostgresSink<D = Db> {
     table: String,
     layout: Layout,
     db: D,
+    /// Log every batch (Iggy's `verbose_logging`).
+    verbose: bool,
 }
 
 impl<D: Database> Sink for PostgresSink<D> {
@@ -58,9 +64,17 @@ impl<D: Database> Sink for PostgresSink<D> {
         let what =
             |doing: &str, error| Error::msg(format!("postgres `{}`: {doing}: {}", config.connection, describe(&error)));
         let db = D::open(&config.connection).map_err(|e| what("opening the connection", e))?;
-        let layout = match config.mapping {
-            Some(mapping) => Layout::Mapped(MappedLayout::new(&config.quoted_table, mapping)),
-            None => {
+        let layout = match (config.mapping, config.iggy) {
+            (Some(mapping), _) => Layout::Mapped(MappedLayout::new(&config.quoted_table, mapping)),
+            (None, Some(columns)) => {
+                let layout = IggyLayout::new(&config.quoted_table, columns);
+                if config.create_table {
+                    db.execute(&layout.create_table())
+                        .map_err(|e| what(&format!("creating the table `{}`", config.table), e))?;
+                }
+                Layout::Iggy(layout)
+            }
+            (None, None) => {
                 let layout = DefaultLayout::new(&config.quoted_table);
                 if config.create_table {
                     db.execute(&layout.create_table())
@@ -70,11 +84,15 @@ impl<D: Database> Sink for PostgresSink<D> {
             }
         };
         ferry_guest::info!("postgres sink: writing to `{}` through `{}`", config.table, config.connection);
-        Ok(PostgresSink { connection: config.connection, table: config.table, layout, db })
+        Ok(PostgresSink { connection: config.connection, table: config.table, layout, db, verbose: config.verbose })
     }
 
     fn write(&mut self, batch: &SinkBatch) -> Result<Written, Error> {
-        Ok(write::write(self, batch))
+        let written = write::write(self, batch);
+        if self.verbose {
+            ferry_guest::info!("postgres sink: {} messages to `{}`: {written:?}", batch.messages.len(), self.table);
+        }
+        Ok(written)
     }
 }
 

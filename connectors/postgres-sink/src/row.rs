@@ -6,6 +6,7 @@
 use ferry_guest::bindings::iggy::connector::postgres::{Statement, Value};
 use ferry_guest::{SinkBatch, StoredMessage, headers_json};
 
+use crate::iggy::IggyLayout;
 use crate::mapped::MappedLayout;
 use crate::message::{origin_timestamp, row_id};
 
@@ -14,6 +15,7 @@ use crate::message::{origin_timestamp, row_id};
 pub enum Layout {
     Default(DefaultLayout),
     Mapped(MappedLayout),
+    Iggy(IggyLayout),
 }
 
 impl Layout {
@@ -23,6 +25,7 @@ impl Layout {
         match self {
             Layout::Default(layout) => layout.insert(batch, message),
             Layout::Mapped(layout) => layout.insert(batch, message),
+            Layout::Iggy(layout) => layout.insert(batch, message),
         }
     }
 
@@ -32,6 +35,9 @@ impl Layout {
         match self {
             Layout::Default(_) => "with the default layout".to_string(),
             Layout::Mapped(layout) => layout.expected(),
+            Layout::Iggy(_) => {
+                "with Iggy's layout (id DECIMAL(39, 0) PRIMARY KEY, iggy_... columns, payload)".to_string()
+            }
         }
     }
 }

@@ -4,6 +4,8 @@
 use ferry_guest::Error;
 use serde::Deserialize;
 
+use crate::iggy::{Envelope, IggyRaw};
+
 /// `plugin_config` as the operator writes it.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -68,12 +70,29 @@ pub struct Config {
     pub primary_key: String,
     pub batch_size: u32,
     pub after_ack: Option<AfterAck>,
+    /// Read only rows whose tracking value is greater than this, as PostgreSQL reads
+    /// it for the column (Iggy's `initial_offset`), until there is a cursor.
+    pub initial_offset: Option<String>,
+    /// Each row as the record Iggy's source makes of it, for Iggy's keys.
+    pub envelope: Option<Envelope>,
+    /// Column names snake_cased in the record (Iggy's `snake_case_columns`).
+    pub snake_case_columns: bool,
+    /// Log every batch read (Iggy's `verbose_logging`).
+    pub verbose: bool,
 }
 
 impl<'de> Deserialize<'de> for Config {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let raw = Raw::deserialize(deserializer)?;
-        Config::check(raw).map_err(|e| serde::de::Error::custom(e.message()))
+        // Iggy's keys are told by `tables` (ferry's source says `table`).
+        let object = serde_json::Map::<String, serde_json::Value>::deserialize(deserializer)?;
+        let iggys = object.contains_key("tables");
+        let object = serde_json::Value::Object(object);
+        let checked = if iggys {
+            serde_json::from_value::<IggyRaw>(object).map_err(serde::de::Error::custom)?.check()
+        } else {
+            Config::check(serde_json::from_value(object).map_err(serde::de::Error::custom)?)
+        };
+        checked.map_err(|e| serde::de::Error::custom(e.message()))
     }
 }
 
@@ -118,6 +137,10 @@ impl Config {
             primary_key: raw.primary_key,
             batch_size: raw.batch_size,
             after_ack,
+            initial_offset: None,
+            envelope: None,
+            snake_case_columns: false,
+            verbose: false,
         })
     }
 }

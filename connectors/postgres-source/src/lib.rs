@@ -25,6 +25,10 @@
 //! | `batch_size`         | 100                | rows per batch, at most 10,000                                   |
 //! | `after_ack`          | none               | `{ "delete": true }` or `{ "mark_column": "processed" }`        |
 //!
+//! With Iggy's keys (`tables`, `tracking_column`, `initial_offset`, ...: a source
+//! moved from Iggy's runtime), each row is the record Iggy's source makes of it
+//! (`iggy.rs`).
+//!
 //! With `after_ack`, the rows of a batch are deleted, or their boolean mark column
 //! set to true (and marked rows are not read), once the host acknowledges the batch,
 //! never before and never after a NACK. The batch's primary keys travel in its
@@ -37,6 +41,7 @@ mod db;
 #[cfg(test)]
 mod fake_db;
 mod id;
+mod iggy;
 mod record;
 mod rows;
 mod sql;
@@ -59,6 +64,8 @@ struct PostgresSource<D = Db> {
     /// The committed cursor whose `delivered` rows `after_ack` has dealt with, so
     /// that each acknowledged batch is deleted or marked once, not at every poll.
     settled: Option<Cursor>,
+    /// Log every batch read (Iggy's `verbose_logging`).
+    verbose: bool,
 }
 
 impl<D: Database> Source for PostgresSource<D> {
@@ -78,7 +85,8 @@ impl<D: Database> Source for PostgresSource<D> {
             config.batch_size,
             serde_json::to_string(&cursor.after).unwrap_or_default()
         );
-        Ok(PostgresSource { table: config.table.clone(), reader: Reader::new(&config), sql, db, settled: None })
+        let reader = Reader::new(&config);
+        Ok(PostgresSource { table: config.table, reader, sql, db, settled: None, verbose: config.verbose })
     }
 
     fn poll(&mut self, cursor: &Cursor) -> Result<Option<Batch<Cursor>>, Error> {
@@ -90,7 +98,12 @@ impl<D: Database> Source for PostgresSource<D> {
         let statement = self.sql.next_rows(cursor.after.as_ref())?;
         let rows = self.db.query(&statement, &format!("reading the rows of `{}`", self.table))?;
         // An error (a missing column, a NULL key) fails the poll; the host logs it.
-        self.reader.batch(&rows)
+        let batch = self.reader.batch(&rows)?;
+        if self.verbose {
+            let count = batch.as_ref().map_or(0, |batch| batch.messages.len());
+            ferry_guest::info!("postgres source: read {count} rows of `{}`", self.table);
+        }
+        Ok(batch)
     }
 
     fn on_ack(&mut self, committed: &Cursor) {

@@ -94,7 +94,7 @@ fn write_value(out: &mut Vec<u8>, column: &str, value: ValueRef) -> Result<(), E
     Ok(())
 }
 
-fn write_string(out: &mut Vec<u8>, text: &str) {
+pub fn write_string(out: &mut Vec<u8>, text: &str) {
     // Most text has nothing JSON escapes (control characters, `"`, `\`): it is then
     // copied as it is, which is what serde_json would write, at a fraction of the cost.
     if text.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {

@@ -7,7 +7,14 @@ use ferry_guest::{Batch, Error, Message};
 use crate::config::Config;
 use crate::cursor::{Cursor, Key, Position};
 use crate::id::message_id;
+use crate::iggy::{Envelope, snake_case};
 use crate::record;
+
+/// Now, in microseconds since the epoch: when a batch's rows were read.
+fn now_micros() -> i64 {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    i64::try_from(since.as_micros()).unwrap_or(i64::MAX)
+}
 
 /// Turns rows into messages.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,6 +25,9 @@ pub struct Reader {
     primary_key: String,
     /// Whether the cursor carries the batch's primary keys, for `after_ack`.
     keep_keys: bool,
+    /// Each row as Iggy's record, for Iggy's keys.
+    envelope: Option<Envelope>,
+    snake_case_columns: bool,
 }
 
 /// Where the columns the connector needs are in a result.
@@ -35,6 +45,8 @@ impl Reader {
             tie_breaker: config.tie_breaker_column.clone(),
             primary_key: config.primary_key.clone(),
             keep_keys: config.after_ack.is_some(),
+            envelope: config.envelope.clone(),
+            snake_case_columns: config.snake_case_columns,
         }
     }
 
@@ -46,11 +58,23 @@ impl Reader {
         }
         let last = table.row(table.len() - 1);
         let at = self.locate(table.columns())?;
-        let objects = record::Objects::new(table.columns());
+        let snake_cased: Vec<String>;
+        let names = match self.snake_case_columns {
+            true => {
+                snake_cased = table.columns().iter().map(|name| snake_case(name)).collect();
+                &snake_cased
+            }
+            false => table.columns(),
+        };
+        let objects = record::Objects::new(names);
+        let now = self.envelope.as_ref().map(|_| now_micros());
         let mut messages = Vec::with_capacity(table.len());
         let mut delivered = Vec::new();
         for row in table.rows() {
-            let payload = objects.to_json(row)?;
+            let mut payload = objects.to_json(row)?;
+            if let (Some(envelope), Some(now)) = (&self.envelope, now) {
+                payload = envelope.wrap(&payload, now);
+            }
             let key = Key::from_value(row[at.primary_key], &self.primary_key)?;
             messages.push(
                 Message::new(payload)

@@ -18,6 +18,8 @@ pub struct Sql {
     /// With `after_ack.mark_column`: rows already marked are not read again.
     unmarked: Option<String>,
     limit: u32,
+    /// `initial_offset` as an SQL literal, for the read before there is a cursor.
+    initial_offset: Option<String>,
     /// The statement of `after_ack`, up to its list of keys.
     after_ack: Option<String>,
 }
@@ -47,7 +49,10 @@ impl Sql {
                 (Some(mark), Some(update))
             }
         };
-        Ok(Sql { select_from, tracking, tie_breaker, unmarked, limit: config.batch_size, after_ack })
+        // A string literal, not a parameter: PostgreSQL reads it as the column's type
+        // (an integer, a timestamp), as Iggy's source has it read.
+        let initial_offset = config.initial_offset.as_ref().map(|text| format!("'{}'", text.replace('\'', "''")));
+        Ok(Sql { select_from, tracking, tie_breaker, unmarked, limit: config.batch_size, initial_offset, after_ack })
     }
 
     /// The query for the rows after `after` (from the start when `None`), in order.
@@ -55,7 +60,10 @@ impl Sql {
         let mut conditions = Vec::new();
         let mut params = Vec::new();
         match (after, &self.tie_breaker) {
-            (None, None) => conditions.push(format!("{} IS NOT NULL", self.tracking)),
+            (None, None) => match &self.initial_offset {
+                None => conditions.push(format!("{} IS NOT NULL", self.tracking)),
+                Some(literal) => conditions.push(format!("{} > {literal}", self.tracking)),
+            },
             (None, Some(tie)) => conditions.push(format!("{} IS NOT NULL AND {tie} IS NOT NULL", self.tracking)),
             (Some(Position { tracking, tie_breaker: None }), None) => {
                 conditions.push(format!("{} > $1", self.tracking));
@@ -146,6 +154,16 @@ mod tests {
         let next = sql.next_rows(Some(&Position { tracking: Key::Int(7), tie_breaker: None })).unwrap();
         assert_eq!(next.sql, r#"SELECT * FROM "public"."events" WHERE "id" > $1 ORDER BY "id" LIMIT 50"#);
         assert_eq!(next.params, [Value::Int(7)]);
+    }
+
+    #[test]
+    fn an_initial_offset_starts_the_read_until_there_is_a_cursor() {
+        let sql = sql(r#"{"connection": "c", "mode": "polling", "tables": ["users"], "initial_offset": "it's 5"}"#);
+        let first = sql.next_rows(None).unwrap();
+        assert_eq!(first.sql, r#"SELECT * FROM "users" WHERE "id" > 'it''s 5' ORDER BY "id" LIMIT 1000"#);
+        assert!(first.params.is_empty());
+        let next = sql.next_rows(Some(&Position { tracking: Key::Int(7), tie_breaker: None })).unwrap();
+        assert_eq!(next.sql, r#"SELECT * FROM "users" WHERE "id" > $1 ORDER BY "id" LIMIT 1000"#);
     }
 
     #[test]
