@@ -131,15 +131,6 @@ fn run_example(site: &Site, name: &str, replace: &[(&str, &str)], env: &[(&str, 
     Ferry::start(&config, env)
 }
 
-/// Wait until `done` holds, showing ferry's log if it never does.
-fn until(ferry: &Ferry, what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + PATIENCE;
-    while !done() {
-        assert!(Instant::now() < deadline, "{what} never happened; ferry's log:\n{}", ferry.log());
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 #[test]
 fn the_clickhouse_example_runs_against_a_real_server() {
     let server = ferry_tests::clickhouse_server::ChServer::start();
@@ -153,7 +144,7 @@ fn the_clickhouse_example_runs_against_a_real_server() {
     let password = ferry_tests::clickhouse_server::PASSWORD;
     let mut ferry = run_example(&site, "clickhouse.toml", &replace, &[("FERRY_CLICKHOUSE_PASSWORD", password)]);
     let rows = || server.try_query("SELECT count() FROM events FINAL").map(|n| n.trim() == "10000").unwrap_or(false);
-    until(&ferry, "10000 rows", rows);
+    ferry.until("10000 rows", rows);
     ferry.signal(Signal::SIGTERM);
     assert!(ferry.wait().success(), "{}", ferry.log());
     assert!(!ferry.log().contains(password), "the password was logged");
@@ -168,10 +159,10 @@ fn the_influxdb_example_runs_against_a_real_server() {
     let mut ferry = run_example(&site, "influxdb.toml", &[("127.0.0.1:8086", address.as_str())], &[]);
     let points =
         || server.select("metrics", "SELECT count(seq) FROM random").first().and_then(|row| row["count"].as_u64());
-    until(&ferry, "100 points", || points() == Some(100));
+    ferry.until("100 points", || points() == Some(100));
     // And the source reads them back.
     let read_back = || LocalLog::read_all(&site.path("data/log"), "demo", "from-influx").map(|r| r.len()).unwrap_or(0);
-    until(&ferry, "100 points read back", || read_back() == 100);
+    ferry.until("100 points read back", || read_back() == 100);
     ferry.signal(Signal::SIGTERM);
     assert!(ferry.wait().success(), "{}", ferry.log());
 }
@@ -188,7 +179,7 @@ fn the_http_examples_run_against_real_endpoints() {
             .map(|r| serde_json::from_slice::<serde_json::Value>(&r.payload).unwrap()["id"].as_u64().unwrap())
             .collect::<Vec<_>>()
     };
-    until(&ferry, "250 records", || ids().len() == 250);
+    ferry.until("250 records", || ids().len() == 250);
     ferry.signal(Signal::SIGTERM);
     assert!(ferry.wait().success(), "{}", ferry.log());
     assert_eq!(ids(), (0..250).collect::<Vec<_>>());
@@ -198,7 +189,7 @@ fn the_http_examples_run_against_real_endpoints() {
     let token = "Bearer example-token-never-logged";
     let env = [("WEBHOOK_AUTHORIZATION", token)];
     let mut ferry = run_example(&site, "http.toml", &[("127.0.0.1:8080", &sink_endpoint.address)], &env);
-    until(&ferry, "100 messages at the endpoint", || sink_endpoint.seqs().len() == 100);
+    ferry.until("100 messages at the endpoint", || sink_endpoint.seqs().len() == 100);
     ferry.signal(Signal::SIGTERM);
     assert!(ferry.wait().success(), "{}", ferry.log());
     assert_eq!(sink_endpoint.seqs().keys().copied().collect::<Vec<_>>(), (0..100).collect::<Vec<_>>());

@@ -6,7 +6,9 @@
 //! Ferry config that means the same. Then the same connectors served by a config
 //! server (Iggy's HTTP provider), asked again at a reload. Iggy's HTTP and ClickHouse
 //! sink files run unchanged, and its InfluxDB sink file with the two changes a 1.x
-//! server needs.
+//! server needs. Iggy's PostgreSQL source and sink files carry a table's rows through
+//! Iggy into the table Iggy's sink writes, their connection strings given by Iggy's
+//! environment overrides.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -775,4 +777,170 @@ fn iggys_influxdb_sink_file_writes_every_record_as_a_point() {
     seqs.sort();
     assert_eq!(seqs, (0..COUNT).collect::<Vec<_>>(), "every record once");
     assert!(rows.iter().all(|row| row["stream"] == "example_stream" && row["topic"] == "example_topic"), "{rows:?}");
+}
+
+/// Iggy's PostgreSQL source file as Iggy's repository writes it
+/// (`core/connectors/sources/postgres_source/config.toml`), reading the one table
+/// `users` (ferry's source keeps one cursor per table: two tables are two files).
+fn postgres_source() -> &'static str {
+    r#"type = "source"
+key = "postgres"
+enabled = true
+version = 0
+name = "Postgres source"
+path = "../../target/release/libiggy_connector_postgres_source"
+verbose = false
+
+[[streams]]
+stream = "user_events"
+topic = "users"
+schema = "json"
+batch_length = 100
+
+[plugin_config]
+connection_string = "postgresql://user:pass@localhost:5432/database"
+mode = "polling"
+tables = ["users"]
+poll_interval = "1s"
+batch_size = 1000
+tracking_column = "id"
+initial_offset = "0"
+max_connections = 10
+snake_case_columns = false
+include_metadata = true
+"#
+}
+
+/// Iggy's PostgreSQL sink file as Iggy's repository writes it
+/// (`core/connectors/sinks/postgres_sink/config.toml`), with `include_checksum =
+/// false` (ferry hands a sink no Iggy checksum) and a key of its own (Iggy's
+/// examples give the source and the sink one key; ferry's keys are unique).
+fn postgres_sink() -> &'static str {
+    r#"type = "sink"
+key = "postgres_sink"
+enabled = true
+version = 0
+name = "Postgres sink"
+path = "../../target/release/libiggy_connector_postgres_sink"
+verbose = false
+
+[[streams]]
+stream = "user_events"
+topics = ["users", "orders"]
+schema = "json"
+batch_length = 100
+poll_interval = "5ms"
+consumer_group = "postgres_sink"
+
+[plugin_config]
+connection_string = "postgresql://user:pass@localhost:5432/database"
+target_table = "iggy_messages"
+batch_size = 100
+max_connections = 10
+auto_create_table = true
+include_metadata = true
+include_checksum = false
+include_origin_timestamp = true
+payload_format = "bytea"
+"#
+}
+
+/// The `data.id` of each record in `iggy_messages` (Iggy's source's records, as
+/// Iggy's sink stores them), checking each row's Iggy columns on the way.
+async fn rows_carried(pg: &ferry_tests::postgres_server::PgServer) -> Vec<i64> {
+    let client = pg.client().await;
+    let sql = "SELECT id::text, iggy_stream, iggy_topic, iggy_offset, payload FROM iggy_messages ORDER BY iggy_offset";
+    let rows = match client.query(sql, &[]).await {
+        Ok(rows) => rows,
+        // Until the sink has created it.
+        Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::UNDEFINED_TABLE) => return Vec::new(),
+        Err(e) => panic!("{sql}: {e}"),
+    };
+    let mut ids = Vec::new();
+    for row in rows {
+        let (stream, topic): (String, String) = (row.get(1), row.get(2));
+        assert_eq!((stream.as_str(), topic.as_str()), ("user_events", "users"));
+        let id: String = row.get(0);
+        assert!(id.parse::<u128>().is_ok_and(|id| id != 0), "the message id: {id}");
+        let payload: Vec<u8> = row.get(4);
+        let record: serde_json::Value = serde_json::from_slice(&payload).unwrap();
+        assert_eq!((&record["table_name"], &record["operation_type"]), (&json!("users"), &json!("SELECT")), "{record}");
+        assert!(record["timestamp"].as_str().is_some_and(|t| t.ends_with('Z')), "{record}");
+        assert_eq!(record["data"]["email"], json!(format!("user{}@example.com", record["data"]["id"])), "{record}");
+        ids.push(record["data"]["id"].as_i64().unwrap());
+    }
+    ids
+}
+
+#[test]
+fn iggys_postgres_source_and_sink_files_carry_every_row_into_iggys_table_once() {
+    let Some(server) =
+        live_server("iggy_drop_in::iggys_postgres_source_and_sink_files_carry_every_row_into_iggys_table_once")
+    else {
+        return;
+    };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let pg = ferry_tests::postgres_server::PgServer::start();
+    let insert = |from: i64, to: i64| {
+        format!(
+            "INSERT INTO users (id, email) SELECT n, 'user' || n || '@example.com' FROM generate_series({from}, {to}) AS n"
+        )
+    };
+    runtime.block_on(async {
+        let client = server.client().await;
+        IggyServer::create_topic(&client, "user_events", "users").await;
+        IggyServer::create_topic(&client, "user_events", "orders").await;
+        pg.execute(&format!("CREATE TABLE users (id bigint PRIMARY KEY, email text NOT NULL); {}", insert(0, 300)))
+            .await;
+    });
+    let site = Site::new();
+    copy(ferry_tests::components::POSTGRES_SOURCE, &site.path("components/postgres_source.wasm"));
+    copy(ferry_tests::components::POSTGRES_SINK, &site.path("components/postgres_sink.wasm"));
+    std::fs::create_dir_all(site.path("connectors")).unwrap();
+    site.config("connectors/postgres_source.toml", postgres_source());
+    site.config("connectors/postgres_sink.toml", postgres_sink());
+    let config = site.config("config.toml", &runtime_config(&server));
+    // Where an Iggy user keeps the password: Iggy's overrides of connection_string.
+    let url = pg.url();
+    let env = [
+        ("IGGY_CONNECTORS_SOURCE_POSTGRES_PLUGIN_CONFIG_CONNECTION_STRING", url.as_str()),
+        ("IGGY_CONNECTORS_SINK_POSTGRES_SINK_PLUGIN_CONFIG_CONNECTION_STRING", url.as_str()),
+    ];
+
+    // initial_offset = "0": the row with id 0 is not read.
+    let carried = || runtime.block_on(rows_carried(&pg));
+    let mut run = Ferry::start(&config, &env);
+    run.until("rows 1 to 300 in iggy_messages", || carried().len() == 300);
+    run.wait_until_logged(&["key=postgres", "running"]);
+    run.signal(Signal::SIGTERM);
+    assert!(run.wait().success(), "{}", run.log());
+    assert!(!run.log().contains(pg.password()), "the password is never logged");
+
+    // Started again: the source reads on after its cursor, the sink after its offset.
+    runtime.block_on(pg.execute(&insert(301, 350)));
+    let mut again = Ferry::start(&config, &env);
+    again.until("rows 301 to 350 too", || carried().len() >= 350);
+    again.signal(Signal::SIGTERM);
+    assert!(again.wait().success(), "{}", again.log());
+    let mut ids = carried();
+    ids.sort();
+    assert_eq!(ids, (1..=350).collect::<Vec<_>>(), "every row once, none before initial_offset");
+
+    // The Ferry config it means: the servers by reference, never the password.
+    let printed = std::process::Command::new(crate::process::ferry_binary())
+        .args(["config", "from-iggy", config.to_str().unwrap()])
+        .envs(env)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&printed.stdout).to_string();
+    assert!(printed.status.success(), "{}", String::from_utf8_lossy(&printed.stderr));
+    for words in [
+        "[postgres.sink-postgres_sink]",
+        "[postgres.source-postgres]",
+        "env = \"IGGY_CONNECTORS_SINK_POSTGRES_SINK_PLUGIN_CONFIG_CONNECTION_STRING\"",
+        "connection = \"source-postgres\"",
+    ] {
+        assert!(text.contains(words), "{words}:\n{text}");
+    }
+    assert!(!text.contains(pg.password()), "{text}");
 }

@@ -71,6 +71,16 @@ impl Ferry {
         }
     }
 
+    /// Wait (checking again every 100 ms, up to [`PATIENCE`]) until `done` holds,
+    /// showing ferry's log if it never does.
+    pub fn until(&self, what: &str, mut done: impl FnMut() -> bool) {
+        let deadline = Instant::now() + PATIENCE;
+        while !done() {
+            assert!(Instant::now() < deadline, "{what} never happened; ferry's log:\n{}", self.log());
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+
     /// The first line ferry logged, since it started, containing every one of
     /// `needles` (waiting for it if there is none yet).
     pub fn wait_until_logged(&mut self, needles: &[&str]) -> String {

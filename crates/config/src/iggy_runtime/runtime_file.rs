@@ -40,8 +40,19 @@ pub(super) fn translate(file: &Path, mut document: toml::Table, env: &mut IggyEn
         Provider::Local(config_dir) => connector_file::active(&connector_dir(&base, &config_dir)?, env)?,
         Provider::Http(http) => connector_file::fetched(http.fetch_active(&base)?, env)?,
     };
+    let mut origins: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();
     for connector in connectors {
         let role = connector.role.noun();
+        let key = connector.entry.get("key").and_then(toml::Value::as_str).unwrap_or_default().to_string();
+        if let Some(other) = origins.insert(key.clone(), connector.origin.clone()) {
+            // Iggy's runtime keeps sources and sinks apart; ferry's state, status,
+            // logs and metrics are by key alone.
+            return Err(format!(
+                "{other} and {}: a source and a sink both have the key `{key}`, and ferry keeps a connector's state, \
+                 status, logs and metrics by its key alone: give one of them another key",
+                connector.origin
+            ));
+        }
         let mut entry = connector.entry;
         let component = components.find(&connector.plugin_path, connector.enabled);
         let component = component.map_err(|problem| format!("{}: path: {problem}", connector.origin))?;

@@ -371,3 +371,16 @@ fn iggys_benchmark_and_verbose_are_taken_as_ferrys_connectors_take_them() {
     let random = config.source("random").unwrap();
     assert!(!random.benchmark && !random.verbose, "both off unless written");
 }
+
+#[test]
+fn a_source_and_a_sink_of_one_key_are_refused_naming_both_files() {
+    let sink = STDOUT.replace("key = \"stdout\"", "key = \"random\"");
+    let (_dir, runtime) = site(&[("random.toml", &random(0, 5)), ("stdout.toml", &sink)]);
+    let problem = load(&runtime).unwrap_err();
+    assert!(
+        problem.contains("connectors/random.toml")
+            && problem.contains("connectors/stdout.toml")
+            && problem.contains("a source and a sink both have the key `random`"),
+        "{problem}"
+    );
+}
