@@ -780,8 +780,7 @@ fn iggys_influxdb_sink_file_writes_every_record_as_a_point() {
 }
 
 /// Iggy's PostgreSQL source file as Iggy's repository writes it
-/// (`core/connectors/sources/postgres_source/config.toml`), reading the one table
-/// `users` (ferry's source keeps one cursor per table: two tables are two files).
+/// (`core/connectors/sources/postgres_source/config.toml`).
 fn postgres_source() -> &'static str {
     r#"type = "source"
 key = "postgres"
@@ -800,7 +799,7 @@ batch_length = 100
 [plugin_config]
 connection_string = "postgresql://user:pass@localhost:5432/database"
 mode = "polling"
-tables = ["users"]
+tables = ["users", "orders"]
 poll_interval = "1s"
 batch_size = 1000
 tracking_column = "id"
@@ -845,9 +844,9 @@ payload_format = "bytea"
 "#
 }
 
-/// The `data.id` of each record in `iggy_messages` (Iggy's source's records, as
-/// Iggy's sink stores them), checking each row's Iggy columns on the way.
-async fn rows_carried(pg: &ferry_tests::postgres_server::PgServer) -> Vec<i64> {
+/// The `table_name` and `data.id` of each record in `iggy_messages` (Iggy's source's
+/// records, as Iggy's sink stores them), checking each row's Iggy columns on the way.
+async fn rows_carried(pg: &ferry_tests::postgres_server::PgServer) -> Vec<(String, i64)> {
     let client = pg.client().await;
     let sql = "SELECT id::text, iggy_stream, iggy_topic, iggy_offset, payload FROM iggy_messages ORDER BY iggy_offset";
     let rows = match client.query(sql, &[]).await {
@@ -864,10 +863,11 @@ async fn rows_carried(pg: &ferry_tests::postgres_server::PgServer) -> Vec<i64> {
         assert!(id.parse::<u128>().is_ok_and(|id| id != 0), "the message id: {id}");
         let payload: Vec<u8> = row.get(4);
         let record: serde_json::Value = serde_json::from_slice(&payload).unwrap();
-        assert_eq!((&record["table_name"], &record["operation_type"]), (&json!("users"), &json!("SELECT")), "{record}");
+        assert_eq!(record["operation_type"], "SELECT", "{record}");
         assert!(record["timestamp"].as_str().is_some_and(|t| t.ends_with('Z')), "{record}");
-        assert_eq!(record["data"]["email"], json!(format!("user{}@example.com", record["data"]["id"])), "{record}");
-        ids.push(record["data"]["id"].as_i64().unwrap());
+        let table = record["table_name"].as_str().unwrap().to_string();
+        assert_eq!(record["data"]["email"], json!(format!("{table}{}@example.com", record["data"]["id"])), "{record}");
+        ids.push((table, record["data"]["id"].as_i64().unwrap()));
     }
     ids
 }
@@ -881,17 +881,19 @@ fn iggys_postgres_source_and_sink_files_carry_every_row_into_iggys_table_once() 
     };
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let pg = ferry_tests::postgres_server::PgServer::start();
-    let insert = |from: i64, to: i64| {
+    let insert = |table: &str, from: i64, to: i64| {
         format!(
-            "INSERT INTO users (id, email) SELECT n, 'user' || n || '@example.com' FROM generate_series({from}, {to}) AS n"
+            "INSERT INTO {table} (id, email) SELECT n, '{table}' || n || '@example.com' FROM generate_series({from}, \
+             {to}) AS n;"
         )
     };
     runtime.block_on(async {
         let client = server.client().await;
         IggyServer::create_topic(&client, "user_events", "users").await;
         IggyServer::create_topic(&client, "user_events", "orders").await;
-        pg.execute(&format!("CREATE TABLE users (id bigint PRIMARY KEY, email text NOT NULL); {}", insert(0, 300)))
-            .await;
+        let tables = "CREATE TABLE users (id bigint PRIMARY KEY, email text NOT NULL); \
+                      CREATE TABLE orders (id bigint PRIMARY KEY, email text NOT NULL);";
+        pg.execute(&format!("{tables} {} {}", insert("users", 0, 300), insert("orders", 0, 100))).await;
     });
     let site = Site::new();
     copy(ferry_tests::components::POSTGRES_SOURCE, &site.path("components/postgres_source.wasm"));
@@ -910,21 +912,23 @@ fn iggys_postgres_source_and_sink_files_carry_every_row_into_iggys_table_once() 
     // initial_offset = "0": the row with id 0 is not read.
     let carried = || runtime.block_on(rows_carried(&pg));
     let mut run = Ferry::start(&config, &env);
-    run.until("rows 1 to 300 in iggy_messages", || carried().len() == 300);
+    run.until("rows 1 to 300 of users and 1 to 100 of orders in iggy_messages", || carried().len() == 400);
     run.wait_until_logged(&["key=postgres", "running"]);
     run.signal(Signal::SIGTERM);
     assert!(run.wait().success(), "{}", run.log());
     assert!(!run.log().contains(pg.password()), "the password is never logged");
 
     // Started again: the source reads on after its cursor, the sink after its offset.
-    runtime.block_on(pg.execute(&insert(301, 350)));
+    runtime.block_on(pg.execute(&format!("{} {}", insert("users", 301, 350), insert("orders", 101, 120))));
     let mut again = Ferry::start(&config, &env);
-    again.until("rows 301 to 350 too", || carried().len() >= 350);
+    again.until("the rows added meanwhile too", || carried().len() >= 470);
     again.signal(Signal::SIGTERM);
     assert!(again.wait().success(), "{}", again.log());
     let mut ids = carried();
     ids.sort();
-    assert_eq!(ids, (1..=350).collect::<Vec<_>>(), "every row once, none before initial_offset");
+    let expected: Vec<(String, i64)> =
+        (1..=120).map(|id| ("orders".to_string(), id)).chain((1..=350).map(|id| ("users".to_string(), id))).collect();
+    assert_eq!(ids, expected, "every row of both tables once, none before initial_offset");
 
     // The Ferry config it means: the servers by reference, never the password.
     let printed = std::process::Command::new(crate::process::ferry_binary())

@@ -73,6 +73,9 @@ pub struct Config {
     /// Read only rows whose tracking value is greater than this, as PostgreSQL reads
     /// it for the column (Iggy's `initial_offset`), until there is a cursor.
     pub initial_offset: Option<String>,
+    /// The tables after `table`, read by the same connector (Iggy's `tables`), each
+    /// with a cursor of its own.
+    pub other_tables: Vec<String>,
     /// Each row as the record Iggy's source makes of it, for Iggy's keys.
     pub envelope: Option<Envelope>,
     /// Column names snake_cased in the record (Iggy's `snake_case_columns`).
@@ -138,10 +141,28 @@ impl Config {
             batch_size: raw.batch_size,
             after_ack,
             initial_offset: None,
+            other_tables: Vec::new(),
             envelope: None,
             snake_case_columns: false,
             verbose: false,
         })
+    }
+}
+
+impl Config {
+    /// Every table the connector reads: `table`, then `other_tables`.
+    pub fn tables(&self) -> impl Iterator<Item = &String> {
+        std::iter::once(&self.table).chain(&self.other_tables)
+    }
+
+    /// The settings for reading `table` alone.
+    pub fn for_table(&self, table: &str) -> Config {
+        Config {
+            table: table.to_string(),
+            other_tables: Vec::new(),
+            envelope: self.envelope.as_ref().map(|envelope| envelope.for_table(table)),
+            ..self.clone()
+        }
     }
 }
 

@@ -4,6 +4,8 @@
 //! Positions keep their PostgreSQL type (`{"int": 42}`, `{"timestamp": 1700000000000000}`)
 //! so that they go back to the server as the same kind of parameter they came from.
 
+use std::collections::BTreeMap;
+
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use ferry_guest::Error;
@@ -24,6 +26,10 @@ pub struct Cursor {
     /// the job (the statement is idempotent).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub delivered: Vec<Key>,
+    /// With several tables (Iggy's `tables`), each table's own cursor by its name;
+    /// `after` and `delivered` are then unused.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tables: BTreeMap<String, Cursor>,
 }
 
 /// A row's place in the reading order.
@@ -106,6 +112,7 @@ mod tests {
         let cursor = Cursor {
             after: Some(Position { tracking: Key::Timestamp(1_700_000_000_000_001), tie_breaker: Some(Key::Int(42)) }),
             delivered: vec![Key::Int(41), Key::Int(42)],
+            tables: BTreeMap::new(),
         };
         let json = serde_json::to_string(&cursor).unwrap();
         assert_eq!(

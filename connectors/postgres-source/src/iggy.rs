@@ -1,7 +1,8 @@
 //! Iggy's `plugin_config` for its PostgreSQL source (told by `tables`), read as
 //! Iggy's source reads it, for a source moved from Iggy's runtime: polling mode,
 //! `tracking_column` (`id`), `initial_offset`, `batch_size` (1000),
-//! `primary_key_column`, `delete_after_read` / `processed_column`,
+//! `primary_key_column`, `delete_after_read` / `processed_column`, several `tables`
+//! (each with a cursor of its own, read in turn into one batch),
 //! `snake_case_columns`, `include_metadata` and the record Iggy's source makes of a
 //! row (`Envelope`).
 //!
@@ -62,6 +63,11 @@ impl Envelope {
         record::write_string(&mut head, table);
         head.extend_from_slice(b",\"operation_type\":\"SELECT\",\"timestamp\":\"");
         Envelope { head, include_metadata }
+    }
+
+    /// The same record for the rows of `table`.
+    pub fn for_table(&self, table: &str) -> Envelope {
+        Envelope::new(table, self.include_metadata)
     }
 
     /// The record of the row `object` (its JSON object), read at `now` (microseconds
@@ -151,16 +157,14 @@ impl IggyRaw {
                 "a read the server failed is polled again after the host's back-off until it succeeds; leave it out",
             ));
         }
-        let table = match <[String; 1]>::try_from(self.tables) {
-            Ok([table]) => table,
-            Err(tables) => {
-                return Err(Error::msg(format!(
-                    "plugin_config.tables names {} tables: ferry's PostgreSQL source reads one table per connector \
-                     (one cursor each); give each table a connector file of its own",
-                    tables.len()
-                )));
-            }
-        };
+        let mut tables = self.tables.into_iter();
+        let table = tables.next().ok_or_else(|| Error::msg("plugin_config.tables is empty: name a table to read"))?;
+        let other_tables: Vec<String> = tables.collect();
+        if let Some(twice) =
+            other_tables.iter().find(|t| **t == table || other_tables.iter().filter(|o| o == t).count() > 1)
+        {
+            return Err(Error::msg(format!("plugin_config.tables names `{twice}` twice")));
+        }
         let batch_size = self.batch_size.unwrap_or(1000);
         if batch_size == 0 || batch_size > MAX_BATCH_SIZE {
             return Err(Error::msg(format!(
@@ -185,6 +189,7 @@ impl IggyRaw {
             batch_size,
             after_ack,
             initial_offset: self.initial_offset,
+            other_tables,
             snake_case_columns: self.snake_case_columns.unwrap_or(false),
             verbose: self.verbose_logging.unwrap_or(false),
         })
@@ -229,8 +234,8 @@ mod tests {
         let cases = [
             (r#""mode": "cdc", "tables": ["t"]"#, "plugin_config.mode: \"cdc\""),
             (r#""mode": "poll", "tables": ["t"]"#, "plugin_config.mode: \"poll\""),
-            (r#""mode": "polling", "tables": ["a", "b"]"#, "names 2 tables"),
-            (r#""mode": "polling", "tables": []"#, "names 0 tables"),
+            (r#""mode": "polling", "tables": ["a", "b", "a"]"#, "names `a` twice"),
+            (r#""mode": "polling", "tables": []"#, "tables is empty"),
             (r#""mode": "polling", "tables": ["t"], "custom_query": "SELECT 1""#, "custom_query"),
             (r#""mode": "polling", "tables": ["t"], "payload_column": "p""#, "payload_column"),
             (r#""mode": "polling", "tables": ["t"], "max_retries": 3"#, "max_retries"),

@@ -57,9 +57,8 @@ use crate::sql::Sql;
 
 /// The source, over the granted connection (`Db`) or, in tests, a fake.
 struct PostgresSource<D = Db> {
-    table: String,
-    sql: Sql,
-    reader: Reader,
+    /// One per table read: one, or Iggy's several `tables`.
+    tables: Vec<TableReader>,
     db: D,
     /// The committed cursor whose `delivered` rows `after_ack` has dealt with, so
     /// that each acknowledged batch is deleted or marked once, not at every poll.
@@ -68,25 +67,40 @@ struct PostgresSource<D = Db> {
     verbose: bool,
 }
 
+/// What reads one table: its statements and how its rows become messages.
+struct TableReader {
+    table: String,
+    sql: Sql,
+    reader: Reader,
+}
+
 impl<D: Database> Source for PostgresSource<D> {
     type Config = Config;
     type Cursor = Cursor;
 
     fn open(config: Config, cursor: &Cursor) -> Result<Self, Error> {
-        let sql = Sql::new(&config)?;
-        // A cursor made with other settings is refused now rather than at every poll.
-        sql.next_rows(cursor.after.as_ref())?;
+        let mut tables = Vec::new();
+        for table in config.tables() {
+            let own = config.for_table(table);
+            let sql = Sql::new(&own)?;
+            tables.push(TableReader { table: table.clone(), reader: Reader::new(&own), sql });
+        }
+        let several = tables.len() > 1;
+        for table in &tables {
+            // A cursor made with other settings is refused now rather than at every poll.
+            table.sql.next_rows(table_cursor(cursor, &table.table, several).after.as_ref())?;
+        }
         let db = D::open(&config.connection)?;
+        let names: Vec<&str> = config.tables().map(String::as_str).collect();
         ferry_guest::info!(
             "postgres source: reading `{}` by `{}`{} in batches of {}, after {}",
-            config.table,
+            names.join("`, `"),
             config.tracking_column,
             config.tie_breaker_column.as_deref().map(|t| format!(", `{t}`")).unwrap_or_default(),
             config.batch_size,
-            serde_json::to_string(&cursor.after).unwrap_or_default()
+            serde_json::to_string(cursor).unwrap_or_default()
         );
-        let reader = Reader::new(&config);
-        Ok(PostgresSource { table: config.table, reader, sql, db, settled: None, verbose: config.verbose })
+        Ok(PostgresSource { tables, db, settled: None, verbose: config.verbose })
     }
 
     fn poll(&mut self, cursor: &Cursor) -> Result<Option<Batch<Cursor>>, Error> {
@@ -95,15 +109,32 @@ impl<D: Database> Source for PostgresSource<D> {
         if self.settled.as_ref() != Some(cursor) {
             self.after_ack(cursor)?;
         }
-        let statement = self.sql.next_rows(cursor.after.as_ref())?;
-        let rows = self.db.query(&statement, &format!("reading the rows of `{}`", self.table))?;
-        // An error (a missing column, a NULL key) fails the poll; the host logs it.
-        let batch = self.reader.batch(&rows)?;
-        if self.verbose {
-            let count = batch.as_ref().map_or(0, |batch| batch.messages.len());
-            ferry_guest::info!("postgres source: read {count} rows of `{}`", self.table);
+        let several = self.tables.len() > 1;
+        let mut messages = Vec::new();
+        let mut next = Cursor::default();
+        for table in &self.tables {
+            let own = table_cursor(cursor, &table.table, several);
+            let statement = table.sql.next_rows(own.after.as_ref())?;
+            let rows = self.db.query(&statement, &format!("reading the rows of `{}`", table.table))?;
+            // An error (a missing column, a NULL key) fails the poll; the host logs it.
+            let read = match table.reader.batch(&rows)? {
+                Some(batch) => {
+                    messages.extend(batch.messages);
+                    batch.next
+                }
+                // Nothing new: where it was, its last rows settled above.
+                None => Cursor { after: own.after, ..Cursor::default() },
+            };
+            if several {
+                next.tables.insert(table.table.clone(), read);
+            } else {
+                next = read;
+            }
         }
-        Ok(batch)
+        if self.verbose {
+            ferry_guest::info!("postgres source: read {} rows", messages.len());
+        }
+        Ok((!messages.is_empty()).then(|| Batch::new(messages, next)))
     }
 
     fn on_ack(&mut self, committed: &Cursor) {
@@ -114,17 +145,26 @@ impl<D: Database> Source for PostgresSource<D> {
     }
 }
 
+/// The cursor of `table` in `cursor`: the whole of it for one table, its entry in
+/// `tables` for several.
+fn table_cursor(cursor: &Cursor, table: &str, several: bool) -> Cursor {
+    match several {
+        true => cursor.tables.get(table).cloned().unwrap_or_default(),
+        false => cursor.clone(),
+    }
+}
+
 impl<D: Database> PostgresSource<D> {
     /// Delete or mark the rows of the acknowledged batch that ends at `committed`.
     fn after_ack(&mut self, committed: &Cursor) -> Result<(), Error> {
-        if let Some(statement) = self.sql.after_ack(&committed.delivered) {
-            let affected =
-                self.db.execute(&statement, &format!("after_ack on the delivered rows of `{}`", self.table))?;
-            ferry_guest::debug!(
-                "after_ack: {affected} of {} delivered rows of `{}`",
-                committed.delivered.len(),
-                self.table
-            );
+        let several = self.tables.len() > 1;
+        for table in &self.tables {
+            let delivered = table_cursor(committed, &table.table, several).delivered;
+            if let Some(statement) = table.sql.after_ack(&delivered) {
+                let doing = format!("after_ack on the delivered rows of `{}`", table.table);
+                let affected = self.db.execute(&statement, &doing)?;
+                ferry_guest::debug!("after_ack: {affected} of {} delivered rows of `{}`", delivered.len(), table.table);
+            }
         }
         self.settled = Some(committed.clone());
         Ok(())

@@ -93,7 +93,7 @@ impl Reader {
                 _ => None,
             },
         };
-        Ok(Some(Batch::new(messages, Cursor { after: Some(after), delivered })))
+        Ok(Some(Batch::new(messages, Cursor { after: Some(after), delivered, ..Cursor::default() })))
     }
 
     fn locate(&self, columns: &[String]) -> Result<Located, Error> {
@@ -168,7 +168,7 @@ mod tests {
         );
         assert_eq!(
             batch.next,
-            Cursor { after: Some(Position { tracking: Key::Int(8), tie_breaker: None }), delivered: vec![] }
+            Cursor { after: Some(Position { tracking: Key::Int(8), tie_breaker: None }), ..Cursor::default() }
         );
         // The same rows make the same messages: a batch read again after a NACK is identical.
         assert_eq!(reader.batch(&result).unwrap().unwrap(), batch);
@@ -199,6 +199,7 @@ mod tests {
             Cursor {
                 after: Some(Position { tracking: Key::Timestamp(10), tie_breaker: Some(Key::Text("y".into())) }),
                 delivered: vec![Key::Text("x".into()), Key::Text("y".into())],
+                ..Cursor::default()
             }
         );
         assert_eq!(batch.messages[0].headers[1].1, HeaderValue::String("x".into()));

@@ -152,3 +152,49 @@ fn rows_are_marked_on_ack_only_and_marked_rows_are_not_read_again() {
     let mut fresh = Subject::open(MARK, None).unwrap();
     assert_eq!(fresh.poll().unwrap(), None);
 }
+
+/// Iggy's keys with two tables: each row as Iggy's record of it, each table its own
+/// position in one cursor.
+const IGGY_TWO_TABLES: &str = r#"{"connection": "main", "mode": "polling", "tables": ["users", "orders"], "batch_size": 2, "delete_after_read": true}"#;
+
+/// `(table_name, data.id)` of each message: Iggy's record of a row.
+fn records(batch: &wire::Batch) -> Vec<(String, i64)> {
+    ferry_guest::messages_of(batch)
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let record: serde_json::Value = serde_json::from_slice(&m.payload).unwrap();
+            assert_eq!(record["operation_type"], "SELECT");
+            (record["table_name"].as_str().unwrap().to_string(), record["data"]["id"].as_i64().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn several_tables_are_read_in_turn_into_one_batch_each_from_its_own_cursor() {
+    table(&[1, 2, 3]);
+    let mut driver = Subject::open(IGGY_TWO_TABLES, None).unwrap();
+    let first = poll(&mut driver);
+    let both = |ids: &[i64]| -> Vec<(String, i64)> {
+        ["users", "orders"].iter().flat_map(|table| ids.iter().map(|id| (table.to_string(), *id))).collect()
+    };
+    assert_eq!(records(&first), both(&[1, 2]));
+    let message = &ferry_guest::messages_of(&first).unwrap()[2];
+    assert_eq!(message.id, Some(message_id("orders", &Key::Int(1))), "ids by table and key");
+    driver.on_batch_result(first.id, nack());
+    let again = poll(&mut driver);
+    assert_eq!(records(&again), both(&[1, 2]), "the same rows after a NACK");
+    assert_eq!(executed(), 0, "nothing deleted before an ACK");
+    let cursor: serde_json::Value = serde_json::from_slice(again.staged_state.as_deref().unwrap()).unwrap();
+    assert_eq!(cursor["tables"]["orders"]["after"]["tracking"], serde_json::json!({"int": 2}), "{cursor}");
+
+    // The host committed, then died before telling the guest: a restart from the
+    // committed cursor deletes each table's delivered rows, then reads on.
+    drop(driver);
+    let mut restarted = Subject::open(IGGY_TWO_TABLES, again.staged_state.as_deref()).unwrap();
+    let second = poll(&mut restarted);
+    assert_eq!(executed(), 2, "one delete for each table");
+    assert_eq!(records(&second), both(&[3]));
+    restarted.on_batch_result(second.id, wire::BatchResult::Ack);
+    assert_eq!(restarted.poll().unwrap(), None, "nothing after the last rows of both");
+}
