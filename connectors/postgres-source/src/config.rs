@@ -91,7 +91,7 @@ impl<'de> Deserialize<'de> for Config {
         let iggys = object.contains_key("tables");
         let object = serde_json::Value::Object(object);
         let checked = if iggys {
-            serde_json::from_value::<IggyRaw>(object).map_err(serde::de::Error::custom)?.check()
+            Config::check_iggy(serde_json::from_value(object).map_err(serde::de::Error::custom)?)
         } else {
             Config::check(serde_json::from_value(object).map_err(serde::de::Error::custom)?)
         };
@@ -163,6 +163,92 @@ impl Config {
             envelope: self.envelope.as_ref().map(|envelope| envelope.for_table(table)),
             ..self.clone()
         }
+    }
+}
+
+/// A feature of Iggy's source that ferry's does not have, as the error saying so.
+fn unsupported(key: &str, why: &str) -> Error {
+    Error::msg(format!("plugin_config.{key}: {why}"))
+}
+
+impl Config {
+    /// The settings Iggy's keys mean, with Iggy's defaults.
+    fn check_iggy(raw: IggyRaw) -> Result<Config, Error> {
+        if raw.connection.is_empty() {
+            return Err(Error::msg("plugin_config.connection is empty: name a [postgres.NAME] in grants.postgres"));
+        }
+        match raw.mode.as_str() {
+            "polling" => {}
+            "cdc" => {
+                return Err(unsupported(
+                    "mode",
+                    "\"cdc\" (logical replication) is not supported by ferry's PostgreSQL source yet; \"polling\" is",
+                ));
+            }
+            other => return Err(unsupported("mode", &format!("{other:?} is neither \"polling\" nor \"cdc\""))),
+        }
+        let cdc_keys = [
+            ("replication_slot", raw.replication_slot.is_some()),
+            ("capture_operations", raw.capture_operations.is_some()),
+            ("cdc_backend", raw.cdc_backend.is_some()),
+        ];
+        if let Some((key, _)) = cdc_keys.iter().find(|(_, given)| *given) {
+            return Err(unsupported(key, "applies to mode = \"cdc\", which ferry's PostgreSQL source does not have"));
+        }
+        if raw.custom_query.is_some() {
+            return Err(unsupported(
+                "custom_query",
+                "Iggy's query with $table, $offset and $limit is not supported: ferry's source builds the query \
+                 from tables and tracking_column",
+            ));
+        }
+        if raw.payload_column.is_some() || raw.payload_format.is_some() {
+            let key = if raw.payload_column.is_some() { "payload_column" } else { "payload_format" };
+            return Err(unsupported(key, "a column as the whole payload is not supported yet: each row is its record"));
+        }
+        if raw.max_retries.is_some() || raw.retry_delay.is_some() {
+            let key = if raw.max_retries.is_some() { "max_retries" } else { "retry_delay" };
+            return Err(unsupported(
+                key,
+                "a read the server failed is polled again after the host's back-off until it succeeds; leave it out",
+            ));
+        }
+        let mut tables = raw.tables.into_iter();
+        let table = tables.next().ok_or_else(|| Error::msg("plugin_config.tables is empty: name a table to read"))?;
+        let other_tables: Vec<String> = tables.collect();
+        if let Some(twice) =
+            other_tables.iter().find(|t| **t == table || other_tables.iter().filter(|o| o == t).count() > 1)
+        {
+            return Err(Error::msg(format!("plugin_config.tables names `{twice}` twice")));
+        }
+        let batch_size = raw.batch_size.unwrap_or(1000);
+        if batch_size == 0 || batch_size > MAX_BATCH_SIZE {
+            return Err(Error::msg(format!(
+                "plugin_config.batch_size is {batch_size}: it must be from 1 to {MAX_BATCH_SIZE}"
+            )));
+        }
+        let tracking_column = raw.tracking_column.unwrap_or_else(|| "id".to_string());
+        let primary_key = raw.primary_key_column.unwrap_or_else(|| tracking_column.clone());
+        let after_ack = match (raw.delete_after_read.unwrap_or(false), raw.processed_column) {
+            (true, _) => Some(AfterAck::Delete),
+            (false, Some(column)) => Some(AfterAck::Mark(column)),
+            (false, None) => None,
+        };
+        Ok(Config {
+            connection: raw.connection,
+            envelope: Some(Envelope::new(&table, raw.include_metadata.unwrap_or(true))),
+            table,
+            query: None,
+            tracking_column,
+            tie_breaker_column: None,
+            primary_key,
+            batch_size,
+            after_ack,
+            initial_offset: raw.initial_offset,
+            other_tables,
+            snake_case_columns: raw.snake_case_columns.unwrap_or(false),
+            verbose: raw.verbose_logging.unwrap_or(false),
+        })
     }
 }
 
@@ -245,6 +331,53 @@ mod tests {
         for (json, expected) in cases {
             let error = parse(json).unwrap_err();
             assert!(error.contains(expected), "{json}: {error}");
+        }
+    }
+
+    #[test]
+    fn iggys_keys_read_with_iggys_defaults() {
+        let config = parse(r#"{"connection": "source-pg", "mode": "polling", "tables": ["users"]}"#).unwrap();
+        assert_eq!(
+            (config.table.as_str(), config.tracking_column.as_str(), config.primary_key.as_str()),
+            ("users", "id", "id")
+        );
+        assert_eq!(config.batch_size, 1000);
+        assert_eq!((config.after_ack, config.initial_offset, config.snake_case_columns), (None, None, false));
+        assert!(config.envelope.is_some());
+        let every = parse(
+            r#"{"connection": "c", "mode": "polling", "tables": ["app.orders"], "batch_size": 10,
+                "tracking_column": "seq", "initial_offset": "5", "primary_key_column": "order_id",
+                "processed_column": "done", "snake_case_columns": true, "include_metadata": false,
+                "verbose_logging": true}"#,
+        )
+        .unwrap();
+        assert_eq!((every.tracking_column.as_str(), every.primary_key.as_str()), ("seq", "order_id"));
+        assert_eq!(every.after_ack, Some(AfterAck::Mark("done".into())));
+        assert_eq!(every.initial_offset.as_deref(), Some("5"));
+        assert!(every.snake_case_columns && every.verbose);
+        let delete = parse(r#"{"connection": "c", "mode": "polling", "tables": ["t"], "delete_after_read": true}"#);
+        assert_eq!(delete.unwrap().after_ack, Some(AfterAck::Delete));
+    }
+
+    #[test]
+    fn what_ferry_cannot_honour_is_refused_saying_why() {
+        let cases = [
+            (r#""mode": "cdc", "tables": ["t"]"#, "plugin_config.mode: \"cdc\""),
+            (r#""mode": "poll", "tables": ["t"]"#, "plugin_config.mode: \"poll\""),
+            (r#""mode": "polling", "tables": ["a", "b", "a"]"#, "names `a` twice"),
+            (r#""mode": "polling", "tables": []"#, "tables is empty"),
+            (r#""mode": "polling", "tables": ["t"], "custom_query": "SELECT 1""#, "custom_query"),
+            (r#""mode": "polling", "tables": ["t"], "payload_column": "p""#, "payload_column"),
+            (r#""mode": "polling", "tables": ["t"], "max_retries": 3"#, "max_retries"),
+            (r#""mode": "polling", "tables": ["t"], "replication_slot": "s""#, "replication_slot"),
+            (r#""mode": "polling", "tables": ["t"], "batch_size": 0"#, "batch_size"),
+            (r#""mode": "polling", "tables": ["t"], "table": "t""#, "unknown field `table`"),
+            (r#""tables": ["t"]"#, "mode"),
+        ];
+        for (keys, needle) in cases {
+            let json = format!(r#"{{"connection": "c", {keys}}}"#);
+            let problem = parse(&json).unwrap_err();
+            assert!(problem.contains(needle), "{json}: {problem}");
         }
     }
 }
