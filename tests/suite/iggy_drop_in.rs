@@ -812,11 +812,12 @@ include_metadata = true
 
 /// Iggy's PostgreSQL sink file as Iggy's repository writes it
 /// (`core/connectors/sinks/postgres_sink/config.toml`), with `include_checksum =
-/// false` (ferry hands a sink no Iggy checksum) and a key of its own (Iggy's
-/// examples give the source and the sink one key; ferry's keys are unique).
+/// false` (ferry hands a sink no Iggy checksum). Its key is the source's, as in
+/// Iggy's examples: ferry runs it as `postgres-sink`, Iggy's routes answer by
+/// `postgres`.
 fn postgres_sink() -> &'static str {
     r#"type = "sink"
-key = "postgres_sink"
+key = "postgres"
 enabled = true
 version = 0
 name = "Postgres sink"
@@ -901,19 +902,37 @@ fn iggys_postgres_source_and_sink_files_carry_every_row_into_iggys_table_once() 
     std::fs::create_dir_all(site.path("connectors")).unwrap();
     site.config("connectors/postgres_source.toml", postgres_source());
     site.config("connectors/postgres_sink.toml", postgres_sink());
-    let config = site.config("config.toml", &runtime_config(&server));
+    // Iggy's API on, as Iggy's runtime serves it.
+    let api = format!("127.0.0.1:{}", free_port());
+    let runtime_file = runtime_config(&server)
+        .replace("[http]\nenabled = false", &format!("[http]\nenabled = true\naddress = \"{api}\"\napi_key = \"\""));
+    let config = site.config("config.toml", &runtime_file);
     // Where an Iggy user keeps the password: Iggy's overrides of connection_string.
     let url = pg.url();
     let env = [
         ("IGGY_CONNECTORS_SOURCE_POSTGRES_PLUGIN_CONFIG_CONNECTION_STRING", url.as_str()),
-        ("IGGY_CONNECTORS_SINK_POSTGRES_SINK_PLUGIN_CONFIG_CONNECTION_STRING", url.as_str()),
+        ("IGGY_CONNECTORS_SINK_POSTGRES_PLUGIN_CONFIG_CONNECTION_STRING", url.as_str()),
     ];
 
     // initial_offset = "0": the row with id 0 is not read.
     let carried = || runtime.block_on(rows_carried(&pg));
     let mut run = Ferry::start(&config, &env);
     run.until("rows 1 to 300 of users and 1 to 100 of orders in iggy_messages", || carried().len() == 400);
-    run.wait_until_logged(&["key=postgres", "running"]);
+    run.wait_until_logged(&["key=postgres-sink", "running"]);
+    // Iggy's routes answer by Iggy's key, for the source and for the sink.
+    // (The test's Iggy password is `iggy`: the API redacts it in `iggy_messages`.)
+    let sink = get(&api, "/sinks/postgres/configs/active", &[]).unwrap().json();
+    assert_eq!(sink["plugin_config"]["payload_format"], "bytea", "{sink}");
+    let source = get(&api, "/sources/postgres/configs/active", &[]).unwrap().json();
+    assert_eq!(source["plugin_config"]["mode"], "polling", "{source}");
+    assert_eq!(get(&api, "/sinks/postgres", &[]).unwrap().json()["key"], "postgres-sink");
+    let paused = ferry_tests::http_client::request(&api, "POST", "/sinks/postgres/pause", &[]).unwrap().json();
+    assert_eq!((&paused["key"], &paused["status"]), (&json!("postgres-sink"), &json!("paused")), "{paused}");
+    let source_status = get(&api, "/sources/postgres", &[]).unwrap().json()["status"].clone();
+    assert!(source_status == "running" || source_status == "idle", "the source is not paused: {source_status}");
+    let resumed = ferry_tests::http_client::request(&api, "POST", "/sinks/postgres/resume", &[]).unwrap().json();
+    assert_eq!(resumed["key"], "postgres-sink", "{resumed}");
+    assert!(!sink.to_string().contains(pg.password()) && !source.to_string().contains(pg.password()));
     run.signal(Signal::SIGTERM);
     assert!(run.wait().success(), "{}", run.log());
     assert!(!run.log().contains(pg.password()), "the password is never logged");
@@ -939,9 +958,10 @@ fn iggys_postgres_source_and_sink_files_carry_every_row_into_iggys_table_once() 
     let text = String::from_utf8_lossy(&printed.stdout).to_string();
     assert!(printed.status.success(), "{}", String::from_utf8_lossy(&printed.stderr));
     for words in [
-        "[postgres.sink-postgres_sink]",
+        "[postgres.sink-postgres-sink]",
         "[postgres.source-postgres]",
-        "env = \"IGGY_CONNECTORS_SINK_POSTGRES_SINK_PLUGIN_CONFIG_CONNECTION_STRING\"",
+        "env = \"IGGY_CONNECTORS_SINK_POSTGRES_PLUGIN_CONFIG_CONNECTION_STRING\"",
+        "iggy_key = \"postgres\"",
         "connection = \"source-postgres\"",
     ] {
         assert!(text.contains(words), "{words}:\n{text}");

@@ -91,9 +91,9 @@ enum Which {
 /// The versions asked for, each as Iggy's config with `active`.
 async fn configs(api: Arc<Api>, role: Role, key: String, which: Which) -> Response {
     let shown = api.blocking(move |api| {
-        api.find(role, &key)?;
+        let iggy_key = api.find(role, &key)?.iggy_key().to_string();
         let vars: Vec<(String, String)> = std::env::vars().collect();
-        let versions = iggy_runtime::versions(&api.config.file, role, &key, &vars).map_err(ApiError::not_found)?;
+        let versions = iggy_runtime::versions(&api.config.file, role, &iggy_key, &vars).map_err(ApiError::not_found)?;
         let shown = |v: &iggy_runtime::ConfigVersion| {
             let mut config = v.config.clone();
             config["active"] = json!(v.active);

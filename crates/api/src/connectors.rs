@@ -70,6 +70,12 @@ impl Api {
 
     /// The connector `key` of `role`, or an error saying what it is instead.
     pub(super) fn find(&self, role: Role, key: &str) -> Result<&dyn ConnectorConfig, ApiError> {
+        // Iggy's key, when ferry's differs (a sink sharing its key with a source in
+        // Iggy's files): Iggy's dashboards ask by it.
+        let by_iggy_key = || self.config.connectors().find(|c| c.role() == role && c.iggy_key() == key);
+        if let Some(connector) = self.config.connector(key).filter(|c| c.role() == role).or_else(by_iggy_key) {
+            return Ok(connector);
+        }
         match self.config.connector(key) {
             Some(connector) if connector.role() == role => Ok(connector),
             Some(connector) => {
@@ -78,6 +84,12 @@ impl Api {
             }
             None => Err(ApiError::not_found(format!("no {} has the key `{key}`", role.noun()))),
         }
+    }
+
+    /// Ferry's key of the `role` connector the path names `key`: the same, or the
+    /// key of the one whose Iggy key it is.
+    pub(super) fn ferry_key(&self, role: Role, key: &str) -> String {
+        self.find(role, key).map_or_else(|_| key.to_string(), |connector| connector.key().to_string())
     }
 
     /// `connector`'s committed state, read from the store without taking it.
@@ -125,7 +137,7 @@ async fn list(api: Arc<Api>, role: Role) -> Response {
 async fn one(api: Arc<Api>, role: Role, key: String) -> Response {
     let found = api.blocking(move |api| {
         let connector = api.find(role, &key)?;
-        let view = View { config: connector, status: api.board.get(&key) };
+        let view = View { config: connector, status: api.board.get(connector.key()) };
         let mut body = summary(api, &view);
         body["streams"] = streams(api, connector, role);
         Ok::<_, ApiError>(body)

@@ -30,11 +30,11 @@ pub(super) async fn sink_action(State(api): State<Arc<Api>>, Path((key, action))
 }
 
 pub(super) async fn reset_source_state(State(api): State<Arc<Api>>, Path(key): Path<String>) -> Response {
-    answer(&api, api.control.act(Role::Source, &key, Action::ResetState).await)
+    answer(&api, api.control.act(Role::Source, &api.ferry_key(Role::Source, &key), Action::ResetState).await)
 }
 
 pub(super) async fn reset_sink_state(State(api): State<Arc<Api>>, Path(key): Path<String>) -> Response {
-    answer(&api, api.control.act(Role::Sink, &key, Action::ResetState).await)
+    answer(&api, api.control.act(Role::Sink, &api.ferry_key(Role::Sink, &key), Action::ResetState).await)
 }
 
 pub(super) async fn reload(State(api): State<Arc<Api>>) -> Response {
@@ -54,7 +54,7 @@ async fn act(api: Arc<Api>, role: Role, key: String, action: &str) -> Response {
             return ApiError::not_found(message).into_response();
         }
     };
-    answer(&api, api.control.act(role, &key, action).await)
+    answer(&api, api.control.act(role, &api.ferry_key(role, &key), action).await)
 }
 
 fn answer(api: &Api, result: Result<Applied, Refusal>) -> Response {

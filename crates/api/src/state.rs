@@ -33,7 +33,7 @@ async fn state(api: Arc<Api>, role: Role, key: String) -> Response {
             .committed(connector)
             .map_err(|e| ApiError::internal(format!("connector `{key}`: cannot read its state: {e}")))?;
         let mut body = json!({
-            "key": key,
+            "key": connector.key(),
             "connector_type": role.noun(),
             "committed": committed.as_ref().map(|c| describe(api, role, c)),
         });

@@ -78,6 +78,12 @@ macro_rules! connector_config {
             /// `iggy_connectors::benchmark` (Iggy's `benchmark`).
             #[serde(default)]
             pub benchmark: bool,
+            /// The key Iggy's runtime knows it by, when ferry's differs: ferry's keys
+            /// are one namespace, Iggy's one per role, so of a source and a sink of
+            /// one key in Iggy's files the sink is `KEY-sink` here. Iggy's routes of
+            /// the API (`/sinks/KEY/...`) answer by it.
+            #[serde(default)]
+            pub iggy_key: Option<String>,
             /// Changes to each record (Iggy's field transforms, and transform
             /// components), in the order written: after the guest, for a source;
             /// before it, for a sink.
@@ -95,6 +101,9 @@ macro_rules! connector_config {
             }
             fn key(&self) -> &str {
                 &self.key
+            }
+            fn iggy_key(&self) -> &str {
+                self.iggy_key.as_deref().unwrap_or(&self.key)
             }
             fn enabled(&self) -> bool {
                 self.enabled
@@ -177,6 +186,8 @@ pub trait ConnectorConfig: std::fmt::Debug + Send + Sync {
     /// looking it up by key among thousands.
     fn as_any(&self) -> &dyn std::any::Any;
     fn key(&self) -> &str;
+    /// The key Iggy's runtime knows it by: its `iggy_key`, else its key.
+    fn iggy_key(&self) -> &str;
     fn enabled(&self) -> bool;
     fn name(&self) -> Option<&str>;
     fn tenant(&self) -> Option<&str>;

@@ -424,6 +424,25 @@ fn keys_an_override_cannot_tell_apart_are_refused() {
 }
 
 #[test]
+fn an_iggy_key_names_one_connector_of_its_role() {
+    let sink = |key: &str, iggy_key: &str| {
+        format!(
+            "[[sinks]]\nkey = \"{key}\"\niggy_key = \"{iggy_key}\"\npath = \"s.wasm\"\nstreams = [{{ stream = \"demo\", topics = [\"random\"] }}]\n"
+        )
+    };
+    let config = parse(&format!("{MINIMAL}{}", sink("random-sink", "random"))).unwrap();
+    assert_eq!(
+        (config.sinks[0].key.as_str(), crate::ConnectorConfig::iggy_key(&config.sinks[0])),
+        ("random-sink", "random")
+    );
+    assert_eq!(crate::ConnectorConfig::iggy_key(&config.sources[0]), "random", "its key, without one");
+    let twice = problem(&format!("{MINIMAL}{}{}", sink("a", "x"), sink("b", "x")));
+    assert!(twice.contains("sinks[1] (key `b`): iggy_key: `x` names sinks[0] too"), "{twice}");
+    let shadow = problem(&format!("{MINIMAL}{}{}", sink("a", "b"), sink("b", "c")));
+    assert!(shadow.contains("sinks[1] (key `b`): iggy_key: `b` names sinks[0] too"), "{shadow}");
+}
+
+#[test]
 fn the_key_check_takes_any_list_of_connector_keys() {
     let keys = [("sources[0]".to_string(), "x-1"), ("sinks[0]".to_string(), "y"), ("sinks[1]".to_string(), "X_1")];
     let error = validate::distinct_keys(keys).unwrap_err();

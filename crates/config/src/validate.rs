@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 
+use ferry_contract::Role;
 use ferry_contract::files;
 use ferry_contract::settings::{self, ByteSize, duration::show, valid_key, valid_name};
 
@@ -41,6 +42,26 @@ pub fn validate(config: &Config) -> Result<(), String> {
         valid_key(connector.key()).map_err(|p| format!("{place}: key {:?} {p}", connector.key()))?;
     }
     distinct_keys(places.iter().map(|(place, c)| (place.clone(), c.key())))?;
+    // Iggy's keys are one namespace per role: its routes of the API find one
+    // connector of the role by one.
+    for role in [Role::Source, Role::Sink] {
+        let mut seen: HashMap<&str, &str> = HashMap::new();
+        for (place, connector) in places.iter().filter(|(_, c)| c.role() == role) {
+            let mut names = vec![connector.iggy_key()];
+            if connector.key() != connector.iggy_key() {
+                names.push(connector.key());
+            }
+            for name in names {
+                if let Some(first) = seen.insert(name, place) {
+                    return Err(format!(
+                        "{place} (key `{}`): iggy_key: `{name}` names {first} too (its key or iggy_key); Iggy's \
+                         routes of the API would not know which",
+                        connector.key(),
+                    ));
+                }
+            }
+        }
+    }
     for (place, connector) in &places {
         let at = |what: &str, problem: String| format!("{place} (key `{}`): {what}: {problem}", connector.key());
         if let Some(tenant) = connector.tenant()

@@ -5,7 +5,10 @@
 //! `config_dir`, or the HTTP provider's `base_url`), `[telemetry]` and `[logging]` where they ask for nothing ferry
 //! lacks. Every other top-level section is Ferry's own and is passed on as it is.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+
+use ferry_contract::Role;
 
 use super::components::Components;
 use super::connector_file;
@@ -40,20 +43,22 @@ pub(super) fn translate(file: &Path, mut document: toml::Table, env: &mut IggyEn
         Provider::Local(config_dir) => connector_file::active(&connector_dir(&base, &config_dir)?, env)?,
         Provider::Http(http) => connector_file::fetched(http.fetch_active(&base)?, env)?,
     };
-    let mut origins: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();
+    let source_keys: BTreeSet<String> = connectors
+        .iter()
+        .filter(|c| c.role == Role::Source)
+        .filter_map(|c| c.entry.get("key").and_then(toml::Value::as_str).map(str::to_string))
+        .collect();
     for connector in connectors {
         let role = connector.role.noun();
-        let key = connector.entry.get("key").and_then(toml::Value::as_str).unwrap_or_default().to_string();
-        if let Some(other) = origins.insert(key.clone(), connector.origin.clone()) {
-            // Iggy's runtime keeps sources and sinks apart; ferry's state, status,
-            // logs and metrics are by key alone.
-            return Err(format!(
-                "{other} and {}: a source and a sink both have the key `{key}`, and ferry keeps a connector's state, \
-                 status, logs and metrics by its key alone: give one of them another key",
-                connector.origin
-            ));
-        }
         let mut entry = connector.entry;
+        // Iggy's keys are one namespace per role, ferry's one for all (its state,
+        // status, logs and metrics are by key): a sink sharing its key with a source
+        // is `KEY-sink` to ferry, and still KEY to Iggy's routes of the API.
+        let key = entry.get("key").and_then(toml::Value::as_str).unwrap_or_default().to_string();
+        if connector.role == Role::Sink && source_keys.contains(&key) {
+            entry.insert("key".into(), format!("{key}-sink").into());
+            entry.insert("iggy_key".into(), key.into());
+        }
         let component = components.find(&connector.plugin_path, connector.enabled);
         let component = component.map_err(|problem| format!("{}: path: {problem}", connector.origin))?;
         let name = component.file_stem().and_then(|stem| stem.to_str()).unwrap_or_default().replace('-', "_");

@@ -373,14 +373,15 @@ fn iggys_benchmark_and_verbose_are_taken_as_ferrys_connectors_take_them() {
 }
 
 #[test]
-fn a_source_and_a_sink_of_one_key_are_refused_naming_both_files() {
+fn a_sink_sharing_its_key_with_a_source_is_key_sink_to_ferry_and_key_to_iggy() {
     let sink = STDOUT.replace("key = \"stdout\"", "key = \"random\"");
     let (_dir, runtime) = site(&[("random.toml", &random(0, 5)), ("stdout.toml", &sink)]);
-    let problem = load(&runtime).unwrap_err();
-    assert!(
-        problem.contains("connectors/random.toml")
-            && problem.contains("connectors/stdout.toml")
-            && problem.contains("a source and a sink both have the key `random`"),
-        "{problem}"
+    let config = load(&runtime).unwrap();
+    let keys: Vec<(&str, &str, Role)> = config.connectors().map(|c| (c.key(), c.iggy_key(), c.role())).collect();
+    assert_eq!(keys, [("random", "random", Role::Source), ("random-sink", "random", Role::Sink)]);
+    assert_eq!(
+        config.sinks[0].consumer_group.as_deref(),
+        Some("iggy-connect-sink-random"),
+        "Iggy's group, by Iggy's key"
     );
 }
