@@ -12,10 +12,13 @@
 //! the database is synced at most every interval while commits come, and when the
 //! thread ends. Either way a committed transaction survives `kill -9` of ferry.
 //!
-//! A commit that is not fsynced, asked while the writer is idle, is done on the
-//! asking thread instead (under the same lock, so still one writer at a time): it
-//! costs a few microseconds of SQLite, where the round trip to the writer thread
-//! costs two thread wake-ups, tens of microseconds each on a small virtual machine.
+//! A commit that is not fsynced, asked while the writer is idle and no other ask is
+//! being answered, is done on the asking thread instead (under the same lock, so
+//! still one writer at a time): it costs a few microseconds of SQLite, where the
+//! round trip to the writer thread costs two thread wake-ups, tens of microseconds
+//! each on a small virtual machine. With other asks in flight it goes to the thread
+//! all the same, to share their transaction: done in place, the commits of many
+//! connectors each took a transaction of their own on the async runtime's threads.
 //! Commits that wait for an fsync still go to the thread, so that no async runtime
 //! thread ever blocks on the disk.
 
@@ -51,6 +54,9 @@ pub struct Committer {
     writer: Arc<Mutex<Writer>>,
     sender: Option<mpsc::Sender<Work>>,
     thread: Option<std::thread::JoinHandle<()>>,
+    /// Asks being answered now: while another is, a commit goes to the thread to be
+    /// grouped with it rather than done in place in a transaction of its own.
+    in_flight: Arc<AtomicU64>,
     /// Transactions committed so far: fewer than the commits when they were grouped.
     #[cfg_attr(not(test), allow(dead_code))]
     transactions: Arc<AtomicU64>,
@@ -123,7 +129,14 @@ impl Committer {
             .name("ferry-state".into())
             .spawn(move || run(&thread_writer, receiver))
             .map_err(|e| StateError::Io(format!("{}: cannot start its writer: {e}", path.display())))?;
-        Ok(Committer { path: path.to_path_buf(), writer, sender: Some(sender), thread: Some(thread), transactions })
+        Ok(Committer {
+            path: path.to_path_buf(),
+            writer,
+            sender: Some(sender),
+            thread: Some(thread),
+            in_flight: Arc::new(AtomicU64::new(0)),
+            transactions,
+        })
     }
 
     /// How many transactions of commits the writer has committed.
@@ -145,9 +158,14 @@ impl Committer {
 
     /// Ask, and await the answer.
     pub async fn ask(&self, ask: Ask) -> Result<Done, StateError> {
-        let ask = match self.in_place(ask) {
-            Ok(done) => return done,
-            Err(ask) => ask,
+        let others = self.in_flight.fetch_add(1, Ordering::AcqRel);
+        let _answered = InFlight(&self.in_flight);
+        let ask = match others {
+            0 => match self.in_place(ask) {
+                Ok(done) => return done,
+                Err(ask) => ask,
+            },
+            _ => ask,
         };
         let (sender, receiver) = tokio::sync::oneshot::channel();
         self.send(ask, Box::new(move |done| drop(sender.send(done))))?;
@@ -185,6 +203,15 @@ impl Committer {
     }
 }
 
+/// One ask being answered, counted in [`Committer::in_flight`] until dropped.
+struct InFlight<'a>(&'a AtomicU64);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 impl Drop for Committer {
     fn drop(&mut self) {
         drop(self.sender.take());
@@ -209,6 +236,9 @@ fn run(writer: &Mutex<Writer>, receiver: mpsc::Receiver<Work>) {
             if !matches!(work.ask, Ask::Commit { .. } | Ask::Restore { .. }) {
                 let done = lock().one(work.ask);
                 (work.reply)(done);
+                // What arrived meanwhile joins the queue, so that the commits among it
+                // are grouped together rather than split at the moment this began.
+                queue.extend(receiver.try_iter());
                 continue;
             }
             // This commit and those queued right behind it: one transaction.
@@ -497,6 +527,22 @@ mod tests {
             panic!("the cursor did not outlive its writer")
         };
         assert_eq!((read.state.as_slice(), read.generation), (&b"2"[..], 4));
+    }
+
+    /// While another ask is being answered, an interval commit goes to the thread,
+    /// to share a transaction with it, rather than take one of its own in place.
+    #[test]
+    fn an_interval_commit_while_another_ask_is_answered_goes_to_the_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let committer = Committer::start(&dir.path().join("cursors.db")).unwrap();
+        let every = Duration::from_secs(3600);
+        committer.in_flight.fetch_add(1, Ordering::AcqRel);
+        assert!(matches!(block_on(committer.ask(interval_commit("a", b"1", every))).unwrap(), Done::Committed(_)));
+        assert_eq!(committer.in_place_commits(), 0, "another ask was in flight: the thread's");
+        committer.in_flight.fetch_sub(1, Ordering::AcqRel);
+        assert!(matches!(block_on(committer.ask(interval_commit("a", b"2", every))).unwrap(), Done::Committed(_)));
+        assert_eq!(committer.in_place_commits(), 1, "alone: in place");
+        assert_eq!(committer.in_flight.load(Ordering::Acquire), 0, "every ask answered is counted out");
     }
 
     /// While the writer is busy, a commit waits its turn on the thread instead, and
