@@ -124,6 +124,15 @@ format = "text"
     )
 }
 
+/// The runtime file with Iggy's API on, as Iggy's runtime serves it, and the API's
+/// address.
+fn runtime_config_with_api(server: &IggyServer) -> (String, String) {
+    let api = format!("127.0.0.1:{}", free_port());
+    let runtime_file = runtime_config(server)
+        .replace("[http]\nenabled = false", &format!("[http]\nenabled = true\naddress = \"{api}\"\napi_key = \"\""));
+    (runtime_file, api)
+}
+
 /// The seqs in the payloads of `messages` (the random source's JSON records).
 fn seqs(messages: &[iggy::prelude::IggyMessage]) -> Vec<u64> {
     let seq = |payload: &[u8]| serde_json::from_slice::<serde_json::Value>(payload).unwrap()["seq"].as_u64().unwrap();
@@ -169,10 +178,7 @@ fn an_iggy_runtime_directory_runs_unchanged_and_prints_as_the_ferry_config_it_me
     site.config("connectors/random_v0.toml", &random(0, 50));
     site.config("connectors/random_v1.toml", &random(1, COUNT));
     site.config("connectors/archive.toml", ARCHIVE);
-    // Iggy's API on, as Iggy's runtime serves it.
-    let api = format!("127.0.0.1:{}", free_port());
-    let runtime_file = runtime_config(&server)
-        .replace("[http]\nenabled = false", &format!("[http]\nenabled = true\naddress = \"{api}\"\napi_key = \"\""));
+    let (runtime_file, api) = runtime_config_with_api(&server);
     let config = site.config("config.toml", &runtime_file);
 
     let mut run = Ferry::start(&config, &[]);
@@ -902,10 +908,7 @@ fn iggys_postgres_source_and_sink_files_carry_every_row_into_iggys_table_once() 
     std::fs::create_dir_all(site.path("connectors")).unwrap();
     site.config("connectors/postgres_source.toml", postgres_source());
     site.config("connectors/postgres_sink.toml", postgres_sink());
-    // Iggy's API on, as Iggy's runtime serves it.
-    let api = format!("127.0.0.1:{}", free_port());
-    let runtime_file = runtime_config(&server)
-        .replace("[http]\nenabled = false", &format!("[http]\nenabled = true\naddress = \"{api}\"\napi_key = \"\""));
+    let (runtime_file, api) = runtime_config_with_api(&server);
     let config = site.config("config.toml", &runtime_file);
     // Where an Iggy user keeps the password: Iggy's overrides of connection_string.
     let url = pg.url();

@@ -104,7 +104,7 @@ fn payload_values(payload: &[u8]) -> (Value, Value) {
 
 /// Whether `text` is a JSON document `jsonb` accepts. `jsonb` refuses the escape
 /// `\u0000`, which JSON allows: such a payload is kept as bytes rather than refused.
-fn is_jsonb(text: &str) -> bool {
+pub(crate) fn is_jsonb(text: &str) -> bool {
     !text.contains("\\u0000") && serde_json::from_str::<serde_json::Value>(text).is_ok()
 }
 

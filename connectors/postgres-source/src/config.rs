@@ -227,6 +227,16 @@ impl Config {
                 "plugin_config.batch_size is {batch_size}: it must be from 1 to {MAX_BATCH_SIZE}"
             )));
         }
+        // It goes into the query as a string literal (quotes doubled): no backslash,
+        // which a server without standard_conforming_strings reads as an escape.
+        if let Some(offset) = &raw.initial_offset
+            && (offset.contains('\\') || offset.chars().any(char::is_control) || offset.len() > 1024)
+        {
+            return Err(Error::msg(
+                "plugin_config.initial_offset may not hold a backslash or a control character, nor be longer than \
+                 1024 bytes: give the tracking column's value as PostgreSQL writes it",
+            ));
+        }
         let tracking_column = raw.tracking_column.unwrap_or_else(|| "id".to_string());
         let primary_key = raw.primary_key_column.unwrap_or_else(|| tracking_column.clone());
         let after_ack = match (raw.delete_after_read.unwrap_or(false), raw.processed_column) {
@@ -365,6 +375,8 @@ mod tests {
             (r#""mode": "cdc", "tables": ["t"]"#, "plugin_config.mode: \"cdc\""),
             (r#""mode": "poll", "tables": ["t"]"#, "plugin_config.mode: \"poll\""),
             (r#""mode": "polling", "tables": ["a", "b", "a"]"#, "names `a` twice"),
+            (r#""mode": "polling", "tables": ["t"], "initial_offset": "1\\' OR true --""#, "initial_offset"),
+            (r#""mode": "polling", "tables": ["t"], "initial_offset": "1\n2""#, "initial_offset"),
             (r#""mode": "polling", "tables": []"#, "tables is empty"),
             (r#""mode": "polling", "tables": ["t"], "custom_query": "SELECT 1""#, "custom_query"),
             (r#""mode": "polling", "tables": ["t"], "payload_column": "p""#, "payload_column"),

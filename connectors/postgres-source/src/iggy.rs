@@ -68,22 +68,22 @@ impl Envelope {
         Envelope::new(table, self.include_metadata)
     }
 
-    /// The record of the row `object` (its JSON object), read at `now` (microseconds
-    /// since the epoch).
-    pub fn wrap(&self, object: &[u8], now: i64) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.head.len() + object.len() + 64);
+    /// The record of one row, read at `now` (microseconds since the epoch), its JSON
+    /// object written by `object` into the record's buffer (no copy of it).
+    pub fn record<E>(&self, now: i64, object: impl FnOnce(&mut Vec<u8>) -> Result<(), E>) -> Result<Vec<u8>, E> {
+        let mut out = Vec::with_capacity(self.head.len() + 256);
         out.extend_from_slice(&self.head);
         write_rfc3339(&mut out, now);
         out.extend_from_slice(b"\",\"data\":");
         if !self.include_metadata {
             out.extend_from_slice(b"{\"data\":");
         }
-        out.extend_from_slice(object);
+        object(&mut out)?;
         if !self.include_metadata {
             out.push(b'}');
         }
         out.extend_from_slice(b",\"old_data\":null}");
-        out
+        Ok(out)
     }
 }
 
@@ -115,7 +115,11 @@ mod tests {
     #[test]
     fn a_row_becomes_iggys_record() {
         let with = Envelope::new("users", true);
-        let record = with.wrap(br#"{"id":1}"#, 1_700_000_000_000_001);
+        let object = |out: &mut Vec<u8>| {
+            out.extend_from_slice(br#"{"id":1}"#);
+            Ok::<_, ()>(())
+        };
+        let record = with.record(1_700_000_000_000_001, object).unwrap();
         let record: serde_json::Value = serde_json::from_slice(&record).unwrap();
         assert_eq!(
             record,
@@ -123,7 +127,7 @@ mod tests {
                 "timestamp": "2023-11-14T22:13:20.000001Z", "data": {"id": 1}, "old_data": null})
         );
         let without: serde_json::Value =
-            serde_json::from_slice(&Envelope::new("a\"b", false).wrap(br#"{"id":1}"#, 0)).unwrap();
+            serde_json::from_slice(&Envelope::new("a\"b", false).record(0, object).unwrap()).unwrap();
         assert_eq!(without["data"], serde_json::json!({"data": {"id": 1}}));
         assert_eq!(without["table_name"], "a\"b");
     }

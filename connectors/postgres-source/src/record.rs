@@ -48,20 +48,26 @@ impl<'a> Objects<'a> {
 
     /// The JSON object of one row.
     pub fn to_json(&self, row: &[ValueRef]) -> Result<Vec<u8>, Error> {
+        let mut out = Vec::with_capacity(64 * self.columns.len());
+        self.write_json(row, &mut out)?;
+        Ok(out)
+    }
+
+    /// The JSON object of one row, written at the end of `out`.
+    pub fn write_json(&self, row: &[ValueRef], out: &mut Vec<u8>) -> Result<(), Error> {
         if self.columns.len() != row.len() {
             return Err(Error::msg(format!("a row has {} values for {} columns", row.len(), self.columns.len())));
         }
-        let mut out = Vec::with_capacity(64 * self.columns.len());
         out.push(b'{');
         for (index, ((column, key), value)) in self.columns.iter().zip(&self.keys).zip(row).enumerate() {
             if index > 0 {
                 out.push(b',');
             }
             out.extend_from_slice(key);
-            write_value(&mut out, column, *value)?;
+            write_value(out, column, *value)?;
         }
         out.push(b'}');
-        Ok(out)
+        Ok(())
     }
 }
 

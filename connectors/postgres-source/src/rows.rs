@@ -71,10 +71,10 @@ impl Reader {
         let mut messages = Vec::with_capacity(table.len());
         let mut delivered = Vec::new();
         for row in table.rows() {
-            let mut payload = objects.to_json(row)?;
-            if let (Some(envelope), Some(now)) = (&self.envelope, now) {
-                payload = envelope.wrap(&payload, now);
-            }
+            let payload = match (&self.envelope, now) {
+                (Some(envelope), Some(now)) => envelope.record(now, |out| objects.write_json(row, out))?,
+                _ => objects.to_json(row)?,
+            };
             let key = Key::from_value(row[at.primary_key], &self.primary_key)?;
             messages.push(
                 Message::new(payload)
