@@ -13,7 +13,7 @@
 use ferry_guest::bindings::iggy::connector::postgres::{Statement, Value};
 use ferry_guest::{SinkBatch, StoredMessage};
 
-use crate::row::is_jsonb;
+use crate::message::is_jsonb;
 
 /// How the payload is stored: Iggy's `payload_format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

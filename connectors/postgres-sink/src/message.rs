@@ -1,5 +1,5 @@
-//! What every layout takes from a message besides its payload: the row's key and
-//! its origin timestamp.
+//! What every layout takes from a message: the row's key, its origin timestamp,
+//! and whether its payload is JSON `jsonb` takes.
 
 use ferry_guest::bindings::iggy::connector::postgres::Value;
 use ferry_guest::{SinkBatch, StoredMessage};
@@ -22,6 +22,12 @@ pub fn row_id(batch: &SinkBatch, message: &StoredMessage) -> String {
         0 => format!("{}/{}/{}/{}", batch.stream, batch.topic, batch.partition, message.offset),
         id => id.to_string(),
     }
+}
+
+/// Whether `text` is a JSON document `jsonb` accepts. `jsonb` refuses the escape
+/// `\u0000`, which JSON allows (the default layout keeps such a payload as bytes).
+pub fn is_jsonb(text: &str) -> bool {
+    !text.contains("\\u0000") && serde_json::from_str::<serde_json::Value>(text).is_ok()
 }
 
 #[cfg(test)]

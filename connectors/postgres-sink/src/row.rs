@@ -8,7 +8,7 @@ use ferry_guest::{SinkBatch, StoredMessage, headers_json};
 
 use crate::iggy::IggyLayout;
 use crate::mapped::MappedLayout;
-use crate::message::{origin_timestamp, row_id};
+use crate::message::{is_jsonb, origin_timestamp, row_id};
 
 /// The table's layout: the default one, or mapped columns.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,12 +100,6 @@ fn payload_values(payload: &[u8]) -> (Value, Value) {
         Ok(text) if is_jsonb(text) => (Value::Json(text.to_string()), Value::Null),
         _ => (Value::Null, Value::Bytes(payload.to_vec())),
     }
-}
-
-/// Whether `text` is a JSON document `jsonb` accepts. `jsonb` refuses the escape
-/// `\u0000`, which JSON allows: such a payload is kept as bytes rather than refused.
-pub(crate) fn is_jsonb(text: &str) -> bool {
-    !text.contains("\\u0000") && serde_json::from_str::<serde_json::Value>(text).is_ok()
 }
 
 #[cfg(test)]
