@@ -58,11 +58,14 @@ pub(super) struct Fleet {
     board: Arc<StatusBoard>,
     /// In the order they were added (sources, then sinks, as in the config).
     slots: Vec<Slot>,
+    /// The host's shutdown, from [`Fleet::start_all`] on: every connector's own stop
+    /// is within it, so that it reaches them all at once.
+    host_shutdown: Option<Shutdown>,
 }
 
 impl Fleet {
     pub fn new(runtime: Arc<Runtime>, board: Arc<StatusBoard>) -> Fleet {
-        Fleet { runtime, board, slots: Vec::new() }
+        Fleet { runtime, board, slots: Vec::new(), host_shutdown: None }
     }
 
     pub fn len(&self) -> usize {
@@ -128,8 +131,10 @@ impl Fleet {
         self.board.remove(key);
     }
 
-    /// Start every connector that is not running or paused.
-    pub fn start_all(&mut self) {
+    /// Start every connector that is not running or paused; they, and every one
+    /// started later, stop when `host_shutdown` is requested.
+    pub fn start_all(&mut self, host_shutdown: &Shutdown) {
+        self.host_shutdown = Some(host_shutdown.clone());
         // By position, not by key: a search by key for each of ten thousand
         // connectors is a hundred million comparisons.
         for index in 0..self.slots.len() {
@@ -158,7 +163,10 @@ impl Fleet {
         // and `benchmark`.
         reporter.set_verbose(wired.verbose());
         reporter.set_benchmark(wired.benchmark());
-        let (stop, shutdown) = shutdown::channel();
+        let (stop, shutdown) = match &self.host_shutdown {
+            Some(host_shutdown) => shutdown::channel_within(host_shutdown),
+            None => shutdown::channel(),
+        };
         let span = status::connector_span(&slot.key, wired.tenant());
         let supervisor = match wired {
             Wired::Source(source, _) => {

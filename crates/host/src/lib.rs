@@ -166,7 +166,7 @@ impl Host {
         }
         helpers.push(tokio::spawn(status::log_progress(self.status.clone(), self.progress_interval, helpers_shutdown)));
 
-        self.fleet.start_all();
+        self.fleet.start_all(&shutdown);
         tracing::info!("{} connector(s) running", self.fleet.len());
         loop {
             tokio::select! {
