@@ -23,7 +23,7 @@
 // `ferry build` bundles the connector's modules with this one (rolldown), then
 // compiles the bundle with componentize-js: see scripts/setup-js-guest.
 
-import { log as hostLog } from "iggy:connector/logging@0.2.0";
+import { log as hostLog } from "iggy:connector/logging@0.2.1";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();

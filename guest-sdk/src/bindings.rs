@@ -28,9 +28,9 @@ pub mod sink {
         world: "sink-connector",
         additional_derives: [PartialEq],
         with: {
-            "iggy:connector/types@0.2.0": crate::bindings::iggy::connector::types,
-            "iggy:connector/logging@0.2.0": crate::bindings::iggy::connector::logging,
-            "iggy:connector/postgres@0.2.0": crate::bindings::iggy::connector::postgres,
+            "iggy:connector/types@0.2.1": crate::bindings::iggy::connector::types,
+            "iggy:connector/logging@0.2.1": crate::bindings::iggy::connector::logging,
+            "iggy:connector/postgres@0.2.1": crate::bindings::iggy::connector::postgres,
         },
         pub_export_macro: true,
         export_macro_name: "__export_sink_connector",
@@ -46,8 +46,8 @@ pub mod transform {
         world: "transform-component",
         additional_derives: [PartialEq],
         with: {
-            "iggy:connector/types@0.2.0": crate::bindings::iggy::connector::types,
-            "iggy:connector/logging@0.2.0": crate::bindings::iggy::connector::logging,
+            "iggy:connector/types@0.2.1": crate::bindings::iggy::connector::types,
+            "iggy:connector/logging@0.2.1": crate::bindings::iggy::connector::logging,
         },
         pub_export_macro: true,
         export_macro_name: "__export_transform_component",

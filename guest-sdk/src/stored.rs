@@ -50,6 +50,18 @@ impl StoredMessage {
     pub fn header(&self, key: &str) -> Option<&HeaderValue> {
         self.headers.iter().find(|(k, _)| k == key).map(|(_, value)| value)
     }
+
+    /// Iggy's checksum of this message, as the Iggy server stored it (what Iggy's own
+    /// sinks write with `include_checksum`), or `None` for a message read from the
+    /// local log, which keeps none. The host answers it for the batch being written:
+    /// call it from `write`. Outside WebAssembly (a native unit test) there is no host,
+    /// and no checksum.
+    pub fn iggy_checksum(&self) -> Option<u64> {
+        #[cfg(target_arch = "wasm32")]
+        return crate::bindings::sink::iggy::connector::stored_checksums::checksum(self.offset);
+        #[cfg(not(target_arch = "wasm32"))]
+        None
+    }
 }
 
 impl From<wire::SinkBatch> for SinkBatch {

@@ -4,7 +4,7 @@
 //! check ferry makes before compiling) while carrying whatever else it likes: a
 //! function built to exhaust the compiler, say.
 //!
-//! The module implements `iggy:connector/source@0.2.0` with the least that is
+//! The module implements `iggy:connector/source` (at the contract's version) with the least that is
 //! valid: `open` succeeds, `poll` has nothing to deliver, `on-batch-result` and
 //! `close` do nothing. `extra` is spliced in as more module fields, and `close`
 //! calls `$extra` if `extra` defines it, so that it is reachable.
@@ -17,6 +17,7 @@ use wit_parser::Resolve;
 /// A source component whose core module also holds the fields in `extra` (WAT).
 pub fn source_with(extra: &str) -> Vec<u8> {
     let calls_extra = if extra.contains("(func $extra") { "i64.const 1 call $extra drop" } else { "" };
+    let version = ferry::contract::VERSION;
     let wat = format!(
         r#"(module
   (memory (export "memory") 16)
@@ -32,12 +33,12 @@ pub fn source_with(extra: &str) -> Vec<u8> {
     global.set $heap
     local.get $at)
   ;; Results live at 1024, all zeroes: `ok` for open, `ok(none)` for poll.
-  (func (export "iggy:connector/source@0.2.0#open") (param i32 i32 i32 i32 i32) (result i32)
+  (func (export "iggy:connector/source@{version}#open") (param i32 i32 i32 i32 i32) (result i32)
     i32.const 1024)
-  (func (export "iggy:connector/source@0.2.0#poll") (result i32)
+  (func (export "iggy:connector/source@{version}#poll") (result i32)
     i32.const 1024)
-  (func (export "iggy:connector/source@0.2.0#on-batch-result") (param i64 i32 i32 i32 i32))
-  (func (export "iggy:connector/source@0.2.0#close") {calls_extra})
+  (func (export "iggy:connector/source@{version}#on-batch-result") (param i64 i32 i32 i32 i32))
+  (func (export "iggy:connector/source@{version}#close") {calls_extra})
   {extra}
 )"#
     );

@@ -68,7 +68,7 @@ fn a_component_of_another_world_is_refused_with_what_it_exports() {
     let text = random_source_config("random", "max_count = 10").replace(RANDOM_SOURCE, NOT_A_SOURCE);
     let stderr = run_fails(&site.config("ferry.toml", &text));
     assert!(stderr.contains("connector `random`") && stderr.contains("not_a_source.wasm"), "{stderr}");
-    assert!(stderr.contains("does not export the interface `iggy:connector/source@0.2.0`"), "{stderr}");
+    assert!(stderr.contains("does not export the interface `iggy:connector/source@0.2.1`"), "{stderr}");
     assert!(stderr.contains("example:hello/greeter"), "{stderr}");
     assert_unchanged(&site, "random", &committed);
 }
@@ -79,7 +79,7 @@ fn a_component_built_against_the_previous_contract_is_refused_naming_both_versio
     let text = random_source_config("random", "max_count = 10").replace(RANDOM_SOURCE, CONTRACT_0_1_SOURCE);
     let stderr = run_fails(&site.config("ferry.toml", &text));
     let both = "it was built against the contract iggy:connector 0.1.0 (it exports \
-                `iggy:connector/source@0.1.0`), and this host speaks 0.2.0: rebuild it";
+                `iggy:connector/source@0.1.0`), and this host speaks 0.2.1: rebuild it";
     assert!(stderr.contains("connector `random`") && stderr.contains(both), "{stderr}");
     assert_unchanged(&site, "random", &committed);
     // The tools say the same before anything runs.
@@ -216,7 +216,7 @@ fn inspect_says_what_a_component_is() {
     let good = ferry(&["inspect", RANDOM_SOURCE]);
     assert!(good.status.success());
     let stdout = String::from_utf8_lossy(&good.stdout);
-    assert!(stdout.contains("iggy:connector/logging@0.2.0") && stdout.contains("source: yes"), "{stdout}");
+    assert!(stdout.contains("iggy:connector/logging@0.2.1") && stdout.contains("source: yes"), "{stdout}");
     let bad = ferry(&["inspect", NOT_A_SOURCE]);
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stdout).contains("source: no: it does not export"));

@@ -26,6 +26,9 @@ pub(crate) struct Received {
     busy: u32,
     /// The `Authorization` header of the last request taken, if it had one.
     pub authorization: Option<String>,
+    /// Each envelope's `metadata.iggy_offset` and `metadata.iggy_checksum`, where it
+    /// had a checksum (`include_checksum`).
+    pub checksums: Vec<(u64, u64)>,
 }
 
 /// The endpoint: `POST /ingest` of Iggy's envelopes (one, or one a line); with
@@ -57,15 +60,14 @@ impl Endpoint {
                         received.busy -= 1;
                         return (StatusCode::SERVICE_UNAVAILABLE, "busy".to_string());
                     }
-                    let seqs: Vec<u64> = body
+                    let values: Vec<Value> = body
                         .lines()
                         .filter(|line| !line.trim().is_empty())
-                        .map(|line| {
-                            // Iggy's envelope, or the record itself.
-                            let value = serde_json::from_str::<Value>(line).unwrap();
-                            value["payload"]["seq"].as_u64().or(value["seq"].as_u64()).unwrap()
-                        })
+                        .map(|line| serde_json::from_str::<Value>(line).unwrap())
                         .collect();
+                    // Iggy's envelope, or the record itself.
+                    let seqs: Vec<u64> =
+                        values.iter().map(|v| v["payload"]["seq"].as_u64().or(v["seq"].as_u64()).unwrap()).collect();
                     if let Some(seq) = seqs.iter().find(|seq| refuse && *seq % 50 == 7) {
                         return (StatusCode::UNPROCESSABLE_ENTITY, format!("seq {seq} is refused"));
                     }
@@ -73,6 +75,11 @@ impl Endpoint {
                     received.authorization =
                         headers.get("authorization").map(|value| value.to_str().unwrap().to_string());
                     received.requests.extend(seqs.into_iter().map(|seq| (key.clone(), seq)));
+                    let checksums = values.iter().filter_map(|v| {
+                        let metadata = &v["metadata"];
+                        Some((metadata["iggy_offset"].as_u64()?, metadata["iggy_checksum"].as_u64()?))
+                    });
+                    received.checksums.extend(checksums);
                     (StatusCode::OK, "ok".to_string())
                 }
             }),

@@ -10,6 +10,7 @@
 //! Iggy into the table Iggy's sink writes, their connection strings given by Iggy's
 //! environment overrides.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -525,7 +526,8 @@ fn iggys_avro_schema_encodes_a_sources_records_and_decodes_a_sinks_and_what_is_n
 
 /// Iggy's HTTP sink file as Iggy's repository writes it
 /// (`core/connectors/sinks/http_sink/config.toml`), pointed at `url`, with the grant
-/// ferry's sandbox needs (the one key Iggy's runtime would not know).
+/// ferry's sandbox needs (the one key Iggy's runtime would not know), and
+/// `include_checksum = true` (Iggy's file has `false`, its default).
 fn http_sink(url: &str, granted: &str) -> String {
     format!(
         r#"type = "sink"
@@ -551,7 +553,7 @@ timeout = "30s"
 max_payload_size_bytes = 10485760
 batch_mode = "ndjson"
 include_metadata = true
-include_checksum = false
+include_checksum = true
 include_origin_timestamp = false
 health_check_enabled = false
 health_check_method = "HEAD"
@@ -606,11 +608,15 @@ fn iggys_http_sink_file_runs_unchanged_and_every_record_reaches_the_endpoint() {
     assert!(seqs.values().all(|times| *times == 1), "each once: {seqs:?}");
     // NDJSON batches of at most batch_length, each under one key.
     let received = endpoint.received.lock().unwrap();
-    let mut per_key: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    let mut per_key: BTreeMap<&str, usize> = BTreeMap::new();
     for (key, _) in &received.requests {
         *per_key.entry(key).or_default() += 1;
     }
     assert!(per_key.len() > 1 && per_key.values().all(|n| *n <= 50), "{per_key:?}");
+    // Each envelope's iggy_checksum is the one the Iggy server keeps for its offset.
+    let sent: BTreeMap<u64, u64> = received.checksums.iter().copied().collect();
+    assert_eq!(received.checksums.len() as u64, COUNT, "one checksum per envelope");
+    assert_eq!(sent, runtime.block_on(checksums_kept(&server, "example_stream", "example_topic")));
 }
 
 /// Iggy's ClickHouse sink file as Iggy's repository writes it
@@ -697,9 +703,8 @@ fn iggys_clickhouse_sink_file_runs_unchanged_and_every_record_is_a_row() {
 
 /// Iggy's InfluxDB sink file as Iggy's repository writes it
 /// (`core/connectors/sinks/influxdb_sink/config.toml`), pointed at `url`, with the
-/// changes a 1.x server needs (the README's table): `token` as "user:password" (1.x
-/// has users, not tokens) and `include_checksum = false` (ferry hands a sink no Iggy
-/// checksum); and the grant ferry's sandbox needs. The streams are the random
+/// change a 1.x server needs (the README's table): `token` as "user:password" (1.x
+/// has users, not tokens); and the grant ferry's sandbox needs. The streams are the random
 /// source's.
 fn influxdb_sink(url: &str, granted: &str) -> String {
     format!(
@@ -729,7 +734,7 @@ measurement = "iggy_messages"
 precision = "ns"
 batch_size = 500
 include_metadata = true
-include_checksum = false
+include_checksum = true
 include_origin_timestamp = true
 include_stream_tag = true
 include_topic_tag = true
@@ -783,6 +788,24 @@ fn iggys_influxdb_sink_file_writes_every_record_as_a_point() {
     seqs.sort();
     assert_eq!(seqs, (0..COUNT).collect::<Vec<_>>(), "every record once");
     assert!(rows.iter().all(|row| row["stream"] == "example_stream" && row["topic"] == "example_topic"), "{rows:?}");
+    // Each point's iggy_checksum is the one the Iggy server keeps for its offset.
+    let kept = runtime.block_on(checksums_kept(&server, "example_stream", "example_topic"));
+    let written: BTreeMap<u64, u64> = rows
+        .iter()
+        .map(|row| {
+            let offset: u64 = row["offset"].as_str().unwrap().parse().unwrap();
+            (offset, row["iggy_checksum"].as_i64().unwrap_or_else(|| panic!("no iggy_checksum: {row:?}")) as u64)
+        })
+        .collect();
+    assert_eq!(written, kept);
+}
+
+/// The checksum the Iggy server keeps for each message of `stream`/`topic` (one
+/// partition), by offset.
+async fn checksums_kept(server: &IggyServer, stream: &str, topic: &str) -> BTreeMap<u64, u64> {
+    let messages = server.read_all(stream, topic).await;
+    assert!(messages.iter().all(|m| m.header.checksum != 0), "the server keeps a checksum of each");
+    messages.iter().map(|m| (m.header.offset, m.header.checksum)).collect()
 }
 
 /// Iggy's PostgreSQL source file as Iggy's repository writes it
@@ -817,9 +840,8 @@ include_metadata = true
 }
 
 /// Iggy's PostgreSQL sink file as Iggy's repository writes it
-/// (`core/connectors/sinks/postgres_sink/config.toml`), with `include_checksum =
-/// false` (ferry hands a sink no Iggy checksum). Its key is the source's, as in
-/// Iggy's examples: ferry runs it as `postgres-sink`, Iggy's routes answer by
+/// (`core/connectors/sinks/postgres_sink/config.toml`). Its key is the source's, as
+/// in Iggy's examples: ferry runs it as `postgres-sink`, Iggy's routes answer by
 /// `postgres`.
 fn postgres_sink() -> &'static str {
     r#"type = "sink"
@@ -845,7 +867,7 @@ batch_size = 100
 max_connections = 10
 auto_create_table = true
 include_metadata = true
-include_checksum = false
+include_checksum = true
 include_origin_timestamp = true
 payload_format = "bytea"
 "#
@@ -951,6 +973,13 @@ fn iggys_postgres_source_and_sink_files_carry_every_row_into_iggys_table_once() 
     let expected: Vec<(String, i64)> =
         (1..=120).map(|id| ("orders".to_string(), id)).chain((1..=350).map(|id| ("users".to_string(), id))).collect();
     assert_eq!(ids, expected, "every row of both tables once, none before initial_offset");
+    // Each row's iggy_checksum is the one the Iggy server keeps for its message.
+    let kept = runtime.block_on(checksums_kept(&server, "user_events", "users"));
+    let written: BTreeMap<u64, u64> = runtime.block_on(async {
+        let rows = pg.client().await.query("SELECT iggy_offset, iggy_checksum FROM iggy_messages", &[]).await.unwrap();
+        rows.iter().map(|row| (row.get::<_, i64>(0) as u64, row.get::<_, i64>(1) as u64)).collect()
+    });
+    assert_eq!(written, kept);
 
     // The Ferry config it means: the servers by reference, never the password.
     let printed = std::process::Command::new(crate::process::ferry_binary())

@@ -10,6 +10,7 @@
 
 mod answers;
 mod cli;
+mod contract_patch;
 mod counters;
 mod positions;
 mod shutdown;

@@ -26,6 +26,12 @@ pub fn value(config: &Config, batch: &SinkBatch, message: &StoredMessage) -> Val
         "iggy_topic": batch.topic,
         "iggy_partition_id": batch.partition,
     });
+    // A message from the local log has none.
+    if config.include_checksum
+        && let Some(checksum) = message.iggy_checksum()
+    {
+        metadata["iggy_checksum"] = json!(checksum);
+    }
     if config.include_origin_timestamp {
         metadata["iggy_origin_timestamp"] = json!(message.origin_timestamp.unwrap_or(0));
     }

@@ -70,6 +70,7 @@ pub struct Config {
     pub max_payload_size_bytes: u64,
     pub batch_mode: BatchMode,
     pub include_metadata: bool,
+    pub include_checksum: bool,
     pub include_origin_timestamp: bool,
     /// The method of a request sent at open, when set.
     pub health_check: Option<String>,
@@ -108,12 +109,6 @@ fn method(key: &str, value: Option<String>) -> Result<String, Error> {
 impl Config {
     fn check(raw: Raw) -> Result<Config, Error> {
         ferry_guest::http::split_url(&raw.url).map_err(|e| Error::msg(format!("plugin_config.url: {e}")))?;
-        if raw.include_checksum == Some(true) {
-            return Err(Error::msg(
-                "plugin_config.include_checksum: ferry hands a sink no Iggy checksum; set it to false (the message's \
-                 id and offset identify it)",
-            ));
-        }
         if raw.tls_danger_accept_invalid_certs == Some(true) {
             return Err(Error::msg(
                 "plugin_config.tls_danger_accept_invalid_certs: ferry's host always verifies certificates; give the \
@@ -148,6 +143,7 @@ impl Config {
             max_payload_size_bytes: raw.max_payload_size_bytes.unwrap_or(10 * 1024 * 1024),
             batch_mode,
             include_metadata: raw.include_metadata.unwrap_or(true),
+            include_checksum: raw.include_checksum.unwrap_or(false),
             include_origin_timestamp: raw.include_origin_timestamp.unwrap_or(false),
             health_check: match raw.health_check_enabled {
                 Some(true) => Some(method("health_check_method", raw.health_check_method.or(Some("HEAD".into())))?),

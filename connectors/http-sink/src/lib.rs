@@ -23,14 +23,14 @@
 //!
 //! `plugin_config` (Iggy's keys and defaults; the table is in the README):
 //! `url` (required), `method` (`POST`), `headers`, `timeout` (`30s`), `batch_mode`
-//! (`individual`), `include_metadata` (true), `include_origin_timestamp` (false),
+//! (`individual`), `include_metadata` (true), `include_checksum` (false: Iggy's
+//! checksum of a message read from Iggy), `include_origin_timestamp` (false),
 //! `max_payload_size_bytes` (10 MiB, 0 for none), `success_status_codes` (200, 201,
 //! 202, 204), `max_retries` (3), `retry_delay` (`1s`), `retry_backoff_multiplier`
 //! (2), `max_retry_delay` (`30s`), `health_check_enabled` (false) with
 //! `health_check_method` (`HEAD`), `verbose_logging` (false), `max_connections`
 //! (accepted; the host keeps the connection), and ferry's `idempotency_key` (true).
-//! `include_checksum = true` and `tls_danger_accept_invalid_certs = true` are refused,
-//! naming why.
+//! `tls_danger_accept_invalid_certs = true` is refused, naming why.
 
 mod body;
 mod config;

@@ -159,7 +159,6 @@ fn a_body_the_server_refuses_is_rejected_with_its_answer_and_a_batch_split() {
 #[test]
 fn what_ferry_cannot_honour_and_mistakes_are_named() {
     for (config, words) in [
-        (json!({ "include_checksum": true }), "include_checksum: ferry hands a sink no Iggy checksum"),
         (json!({ "tls_danger_accept_invalid_certs": true }), "always verifies certificates"),
         (json!({ "method": "FETCH" }), "\"FETCH\" is none of GET"),
         (json!({ "url": "api/ingest" }), "plugin_config.url"),

@@ -126,6 +126,7 @@ pub struct Config {
     pub precision: Precision,
     pub batch_size: usize,
     pub include_metadata: bool,
+    pub include_checksum: bool,
     pub include_origin_timestamp: bool,
     pub stream_tag: bool,
     pub topic_tag: bool,
@@ -213,12 +214,6 @@ impl Config {
         let _ = raw.org;
         let authorization = credentials(raw.token, raw.username, raw.password)?
             .map(|(user, password)| format!("Basic {}", base64_encode(format!("{user}:{password}").as_bytes())));
-        if raw.include_checksum == Some(true) {
-            return Err(refuse(
-                "plugin_config.include_checksum: ferry hands a sink no Iggy checksum; set it to false (the offset \
-                 tag and message_id identify a message)",
-            ));
-        }
         let precision = match raw.precision.as_deref().unwrap_or("us") {
             "ns" | "n" => Precision::Nanoseconds,
             "us" | "u" => Precision::Microseconds,
@@ -319,6 +314,7 @@ impl Config {
             precision,
             batch_size: batch_size as usize,
             include_metadata,
+            include_checksum: raw.include_checksum.unwrap_or(true),
             include_origin_timestamp: raw.include_origin_timestamp.unwrap_or(true),
             stream_tag,
             topic_tag,

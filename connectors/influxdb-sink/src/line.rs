@@ -110,6 +110,14 @@ fn build(
             write!(fields, ",iggy_partition={}i", batch.partition).expect("writing to a String");
         }
     }
+    // InfluxDB 1.x has no unsigned integers (it refuses the `u` Iggy's sink writes
+    // for 2.x): the checksum's 64 bits go as a signed integer, as Iggy's PostgreSQL
+    // sink stores them. A message from the local log has none.
+    if config.include_checksum
+        && let Some(checksum) = message.iggy_checksum()
+    {
+        write!(fields, ",iggy_checksum={}i", checksum as i64).expect("writing to a String");
+    }
     if config.include_origin_timestamp
         && let Some(origin) = message.origin_timestamp
     {

@@ -215,7 +215,6 @@ fn a_failing_server_is_tried_again_then_left_to_the_host_and_refused_credentials
 fn what_a_1x_server_cannot_honour_and_mistakes_are_named() {
     for (settings, words) in [
         (json!({ "token": "an-api-token" }), "an InfluxDB 1.x server has no API tokens"),
-        (json!({ "include_checksum": true }), "include_checksum: ferry hands a sink no Iggy checksum"),
         (json!({ "version": "v4" }), "plugin_config.version \"v4\""),
         (json!({ "bucket": "b", "db": "x" }), "db and plugin_config.bucket both"),
         (json!({ "precision": "h" }), "plugin_config.precision \"h\""),

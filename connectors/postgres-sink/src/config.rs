@@ -97,12 +97,6 @@ impl Config {
         if raw.connection.is_empty() {
             return Err(Error::msg("plugin_config.connection is empty: name a connection in grants.postgres"));
         }
-        if raw.include_checksum.unwrap_or(true) {
-            return Err(Error::msg(
-                "plugin_config.include_checksum is true (Iggy's default): ferry hands a sink no Iggy message \
-                 checksum, so the column iggy_checksum could only be NULL; set include_checksum = false",
-            ));
-        }
         if raw.max_retries.is_some() || raw.retry_delay.is_some() {
             let key = if raw.max_retries.is_some() { "max_retries" } else { "retry_delay" };
             return Err(Error::msg(format!(
@@ -130,6 +124,7 @@ impl Config {
             mapping: None,
             iggy: Some(iggy::Columns {
                 metadata: raw.include_metadata.unwrap_or(true),
+                checksum: raw.include_checksum.unwrap_or(true),
                 origin_timestamp: raw.include_origin_timestamp.unwrap_or(true),
                 payload,
             }),
@@ -160,15 +155,15 @@ mod tests {
     #[test]
     fn iggys_keys_take_iggys_layout_with_iggys_defaults() {
         let config = parse(
-            r#"{"connection": "sink-pg", "target_table": "iggy.messages", "include_checksum": false,
-            "batch_size": 100, "verbose_logging": true}"#,
+            r#"{"connection": "sink-pg", "target_table": "iggy.messages", "batch_size": 100,
+            "verbose_logging": true}"#,
         )
         .unwrap();
         assert_eq!(config.quoted_table, r#""iggy.messages""#, "one identifier, as Iggy quotes it");
         assert!(!config.create_table && config.verbose);
         assert_eq!(
             config.iggy,
-            Some(iggy::Columns { metadata: true, origin_timestamp: true, payload: PayloadFormat::Bytea })
+            Some(iggy::Columns { metadata: true, checksum: true, origin_timestamp: true, payload: PayloadFormat::Bytea })
         );
         let chosen = parse(
             r#"{"connection": "c", "target_table": "t", "include_checksum": false, "auto_create_table": true,
@@ -178,7 +173,12 @@ mod tests {
         assert!(chosen.create_table);
         assert_eq!(
             chosen.iggy,
-            Some(iggy::Columns { metadata: false, origin_timestamp: false, payload: PayloadFormat::Json })
+            Some(iggy::Columns {
+                metadata: false,
+                checksum: false,
+                origin_timestamp: false,
+                payload: PayloadFormat::Json
+            })
         );
     }
 
@@ -196,26 +196,25 @@ mod tests {
             (r#"{"connection": "app", "table": "t", "columns": {"c": "@idd"}}"#, "plugin_config.columns.c"),
             (r#"{"connection": "app", "table": "t", "upsert": true}"#, "plugin_config.upsert"),
             (r#"{"connection": "app", "table": "t", "columns": {"c": "@id"}, "upsert": 1}"#, "invalid type"),
-            (r#"{"connection": "app", "target_table": "t"}"#, "include_checksum = false"),
-            (r#"{"connection": "app", "target_table": "t", "include_checksum": true}"#, "include_checksum"),
+            (r#"{"connection": "app", "target_table": "t", "include_checksum": 1}"#, "invalid type"),
             (
-                r#"{"connection": "app", "target_table": "t", "include_checksum": false, "max_retries": 3}"#,
+                r#"{"connection": "app", "target_table": "t", "max_retries": 3}"#,
                 "max_retries",
             ),
             (
-                r#"{"connection": "app", "target_table": "t", "include_checksum": false, "retry_delay": "1s"}"#,
+                r#"{"connection": "app", "target_table": "t", "retry_delay": "1s"}"#,
                 "retry_delay",
             ),
             (
-                r#"{"connection": "app", "target_table": "t", "include_checksum": false, "payload_format": "xml"}"#,
+                r#"{"connection": "app", "target_table": "t", "payload_format": "xml"}"#,
                 "payload_format",
             ),
-            (r#"{"connection": "app", "target_table": "t", "include_checksum": false, "batch_size": 0}"#, "batch_size"),
+            (r#"{"connection": "app", "target_table": "t", "batch_size": 0}"#, "batch_size"),
             (
-                r#"{"connection": "app", "target_table": "t", "include_checksum": false, "table": "t"}"#,
+                r#"{"connection": "app", "target_table": "t", "table": "t"}"#,
                 "unknown field `table`",
             ),
-            (r#"{"connection": "", "target_table": "t", "include_checksum": false}"#, "plugin_config.connection"),
+            (r#"{"connection": "", "target_table": "t"}"#, "plugin_config.connection"),
         ];
         for (json, needle) in cases {
             let error = parse(json).unwrap_err();

@@ -1,12 +1,15 @@
 //! Iggy's layout: the table Iggy's own PostgreSQL sink writes, for a sink moved from
 //! Iggy's runtime with its `plugin_config` (`target_table`, `auto_create_table`,
-//! `include_metadata`, `include_origin_timestamp`, `payload_format`).
+//! `include_metadata`, `include_checksum`, `include_origin_timestamp`,
+//! `payload_format`).
 //!
 //! The columns are Iggy's, in Iggy's order: `id DECIMAL(39, 0) PRIMARY KEY` (the
 //! message id), with `include_metadata` `iggy_offset`, `iggy_timestamp`,
-//! `iggy_stream`, `iggy_topic`, `iggy_partition_id`, with `include_origin_timestamp`
-//! `iggy_origin_timestamp`, then `payload` (`bytea`, `jsonb` or `text`) and
-//! `created_at`. One difference, on purpose: the insert is `ON CONFLICT (id) DO
+//! `iggy_stream`, `iggy_topic`, `iggy_partition_id`, with `include_checksum`
+//! `iggy_checksum` (the Iggy server's checksum of the message, its 64 bits as a
+//! BIGINT as Iggy's sink writes it; NULL for a message from the local log, which
+//! keeps none), with `include_origin_timestamp` `iggy_origin_timestamp`, then
+//! `payload` (`bytea`, `jsonb` or `text`) and `created_at`. One difference, on purpose: the insert is `ON CONFLICT (id) DO
 //! NOTHING`, so a batch written again after a crash adds nothing (Iggy's fails on the
 //! duplicate key and drops the batch).
 
@@ -51,6 +54,7 @@ impl PayloadFormat {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Columns {
     pub metadata: bool,
+    pub checksum: bool,
     pub origin_timestamp: bool,
     pub payload: PayloadFormat,
 }
@@ -73,6 +77,10 @@ impl IggyLayout {
                  iggy_partition_id INTEGER",
             );
             names.push_str(", iggy_offset, iggy_timestamp, iggy_stream, iggy_topic, iggy_partition_id");
+        }
+        if columns.checksum {
+            create.push_str(", iggy_checksum BIGINT");
+            names.push_str(", iggy_checksum");
         }
         if columns.origin_timestamp {
             create.push_str(", iggy_origin_timestamp TIMESTAMP WITH TIME ZONE");
@@ -101,6 +109,18 @@ impl IggyLayout {
     /// The insert of `message`, a message of `batch`; an error says why the message
     /// can never be written.
     pub fn insert(&self, batch: &SinkBatch, message: &StoredMessage) -> Result<Statement, String> {
+        // Asked of the host only for a table that has the column.
+        let checksum = if self.columns.checksum { message.iggy_checksum() } else { None };
+        self.insert_with_checksum(batch, message, checksum)
+    }
+
+    /// [`IggyLayout::insert`], with what the host said of the message's checksum.
+    fn insert_with_checksum(
+        &self,
+        batch: &SinkBatch,
+        message: &StoredMessage,
+        checksum: Option<u64>,
+    ) -> Result<Statement, String> {
         if message.id == 0 {
             return Err("the message has no id, and Iggy's layout keys each row by it (the id column)".into());
         }
@@ -115,6 +135,11 @@ impl IggyLayout {
                 Value::Text(batch.topic.clone()),
                 Value::Int(i64::from(batch.partition)),
             ]);
+        }
+        if self.columns.checksum {
+            // Its bits, as Iggy's sink binds it (`checksum as i64`): a checksum of 2^63
+            // or more reads back negative, and casts back to the same u64.
+            params.push(checksum.map_or(Value::Null, |checksum| Value::Int(checksum as i64)));
         }
         if self.columns.origin_timestamp {
             params.push(match message.origin_timestamp {
@@ -154,7 +179,8 @@ mod tests {
     use super::*;
     use crate::message::tests::{batch, message};
 
-    const ALL: Columns = Columns { metadata: true, origin_timestamp: true, payload: PayloadFormat::Bytea };
+    const ALL: Columns =
+        Columns { metadata: true, checksum: true, origin_timestamp: true, payload: PayloadFormat::Bytea };
 
     #[test]
     fn the_table_is_iggys_and_a_message_written_again_adds_nothing() {
@@ -163,15 +189,16 @@ mod tests {
             layout.create_table().sql,
             "CREATE TABLE IF NOT EXISTS \"events\" (id DECIMAL(39, 0) PRIMARY KEY, iggy_offset BIGINT, iggy_timestamp \
              TIMESTAMP WITH TIME ZONE, iggy_stream TEXT, iggy_topic TEXT, iggy_partition_id INTEGER, \
-             iggy_origin_timestamp TIMESTAMP WITH TIME ZONE, payload BYTEA, created_at TIMESTAMP WITH TIME ZONE \
-             DEFAULT NOW())"
+             iggy_checksum BIGINT, iggy_origin_timestamp TIMESTAMP WITH TIME ZONE, payload BYTEA, created_at \
+             TIMESTAMP WITH TIME ZONE DEFAULT NOW())"
         );
-        let insert = layout.insert(&batch(), &message(u128::MAX, b"\x00\xff")).unwrap();
+        let checksum = Some(u64::MAX - 1);
+        let insert = layout.insert_with_checksum(&batch(), &message(u128::MAX, b"\x00\xff"), checksum).unwrap();
         assert_eq!(
             insert.sql,
             "INSERT INTO \"events\" (id, iggy_offset, iggy_timestamp, iggy_stream, iggy_topic, iggy_partition_id, \
-             iggy_origin_timestamp, payload) VALUES ($1::numeric, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO \
-             NOTHING"
+             iggy_checksum, iggy_origin_timestamp, payload) VALUES ($1::numeric, $2, $3, $4, $5, $6, $7, $8, $9) ON \
+             CONFLICT (id) DO NOTHING"
         );
         assert_eq!(
             insert.params,
@@ -182,15 +209,18 @@ mod tests {
                 Value::Text("app".into()),
                 Value::Text("orders".into()),
                 Value::Int(3),
+                Value::Int(-2),
                 Value::Timestamp(1_600_000_000_000_000),
                 Value::Bytes(vec![0, 0xff]),
             ]
         );
+        let from_the_local_log = layout.insert_with_checksum(&batch(), &message(1, b"x"), None).unwrap();
+        assert_eq!(from_the_local_log.params[6], Value::Null, "no checksum: NULL");
     }
 
     #[test]
     fn columns_left_out_are_neither_created_nor_written() {
-        let bare = Columns { metadata: false, origin_timestamp: false, payload: PayloadFormat::Text };
+        let bare = Columns { metadata: false, checksum: false, origin_timestamp: false, payload: PayloadFormat::Text };
         let layout = IggyLayout::new("\"t\"", bare);
         assert!(layout.create_table().sql.contains("PRIMARY KEY, payload TEXT, created_at"), "{:?}", layout);
         let insert = layout.insert(&batch(), &message(7, "é".as_bytes())).unwrap();
@@ -215,7 +245,7 @@ mod tests {
         assert!(layout.insert(&batch(), &message(0, b"x")).unwrap_err().contains("no id"));
         let mut late = message(1, b"x");
         late.origin_timestamp = None;
-        assert_eq!(layout.insert(&batch(), &late).unwrap().params[6], Value::Null);
+        assert_eq!(layout.insert(&batch(), &late).unwrap().params[7], Value::Null);
         assert_eq!(PayloadFormat::named("JSONB"), Ok(PayloadFormat::Json));
         assert!(PayloadFormat::named("xml").unwrap_err().contains("\"xml\""));
     }

@@ -104,6 +104,10 @@ macro_rules! capabilities {
                 if import.is("iggy:connector", "types") {
                     return $crate::Verdict::Granted("the contract's types");
                 }
+                // Served by the runtime to every sink, from the batch it writes.
+                if import.is("iggy:connector", "stored-checksums") {
+                    return $crate::Verdict::Granted("the contract's stored checksums");
+                }
                 $(
                     if let Some(verdict) = <$always_ty as $crate::Capability>::verdict(&import, &Default::default()) {
                         return verdict;

@@ -505,26 +505,26 @@ mod tests {
 
     #[test]
     fn every_wit_file_is_of_the_version_this_host_speaks() {
-        assert_eq!(VERSION, "0.2.0");
+        assert_eq!(VERSION, "0.2.1");
         for (name, text) in WIT_FILES {
             if let Some(package) = text.lines().find(|l| l.starts_with("package ")) {
                 assert_eq!(package, format!("package iggy:connector@{VERSION};"), "{name}");
             }
         }
-        assert_eq!(Role::Source.interface(), "iggy:connector/source@0.2.0");
-        assert_eq!(Role::Sink.world(), "iggy:connector/sink-connector@0.2.0");
+        assert_eq!(Role::Source.interface(), "iggy:connector/source@0.2.1");
+        assert_eq!(Role::Sink.world(), "iggy:connector/sink-connector@0.2.1");
     }
 
     #[test]
     fn a_patch_release_is_served_and_another_minor_or_major_is_refused_naming_both_versions() {
-        assert!(compatible("0.2.0", "0.2.0") && compatible("0.2.3", "0.2.0"));
+        assert!(compatible("0.2.0", "0.2.0") && compatible("0.2.3", "0.2.0") && compatible("0.2.0", "0.2.1"));
         assert!(!compatible("0.1.0", "0.2.0") && !compatible("0.3.0", "0.2.0") && !compatible("1.0.0", "0.2.0"));
         assert!(compatible("1.4.0", "1.0.0") && !compatible("2.0.0", "1.0.0"));
         let old = ContractError::WrongVersion { kind: Kind::Source, found: "iggy:connector/source@0.1.0".into() };
         assert_eq!(
             old.to_string(),
             "it was built against the contract iggy:connector 0.1.0 (it exports `iggy:connector/source@0.1.0`), and \
-             this host speaks 0.2.0: rebuild it against this host's contract (`ferry build`, or the guest SDK of this \
+             this host speaks 0.2.1: rebuild it against this host's contract (`ferry build`, or the guest SDK of this \
              ferry's checkout)"
         );
         let new = ContractError::WrongVersion { kind: Kind::Sink, found: "iggy:connector/sink@0.10.0".into() };

@@ -6,6 +6,7 @@
 //! * [`wit`]: the WIT contract with guests, compiled in as text and as Rust bindings;
 //!   [`check`](Contract): the check that a component keeps it, naming what it breaks;
 //! * [`Message`] and the contract's plain types (ids, headers, batches, NACK reasons);
+//! * [`StoredChecksums`]: Iggy's checksums of the messages a sink is handed;
 //! * [`settings`]: the values the configuration is made of (sizes, durations, their
 //!   bounds, secrets, names), shared by the layers that each own a part of the config;
 //! * [`Durability`]: when a committed cursor is on disk;
@@ -16,7 +17,7 @@
 /// (for `concat!`). The README's "Versions of the contract" says what changes it.
 macro_rules! contract_version {
     () => {
-        "0.2.0"
+        "0.2.1"
     };
 }
 
@@ -26,6 +27,7 @@ macro_rules! contract_version {
 pub const VERSION: &str = contract_version!();
 
 mod check;
+mod checksums;
 mod durability;
 pub mod files;
 pub mod guest_text;
@@ -35,6 +37,7 @@ pub mod secrets;
 pub mod settings;
 pub mod wit;
 
+pub use checksums::StoredChecksums;
 pub use check::{ComponentWorld, Contract, ContractError, Kind, Role, check, kind_of, show};
 pub use durability::Durability;
 pub use message::{Message, header_size};

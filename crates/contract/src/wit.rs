@@ -32,8 +32,13 @@ mod sink_world {
         world: "sink-connector",
         exports: { default: async },
         additional_derives: [PartialEq],
-        // The imports are the source world's, one set of types for both.
-        with: { "iggy:connector": super::source_world::iggy::connector },
+        // The imports it shares with the source world are the source world's, one set
+        // of types for both; `stored-checksums` is the sink's own.
+        with: {
+            "iggy:connector/types": super::source_world::iggy::connector::types,
+            "iggy:connector/logging": super::source_world::iggy::connector::logging,
+            "iggy:connector/postgres": super::source_world::iggy::connector::postgres,
+        },
     });
 }
 
@@ -48,6 +53,7 @@ mod transform_world {
 }
 
 pub use sink_world::exports::iggy::connector::sink as sink_export;
+pub use sink_world::iggy::connector::stored_checksums;
 pub use sink_world::{SinkConnector, SinkConnectorPre};
 pub use source_world::exports::iggy::connector::source as source_export;
 pub use source_world::iggy::connector::{logging, postgres, types};

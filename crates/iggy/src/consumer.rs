@@ -43,6 +43,7 @@ use super::connection::{Connection, Live};
 use super::error::RequestError;
 use super::group::{GroupOnTopic, clear_ghosts, keep_offset, kept_offset};
 use super::messages::from_iggy;
+use ferry_contract::StoredChecksums;
 use ferry_engine::sink::input::{Budget, Input, InputError, OpenError, Read, Reader, SinkBatch};
 use ferry_engine::status::StartingFrom;
 
@@ -361,7 +362,10 @@ impl Reader for IggyReader {
             };
             // What is trimmed off comes again: the stored offset has not moved.
             budget.trim(&mut batch);
-            return Ok(Some(Read::Batch(batch)));
+            let mut checksums =
+                StoredChecksums::new(polled.messages.iter().map(|m| (m.header.offset, m.header.checksum)).collect());
+            checksums.truncate(batch.messages.len());
+            return Ok(Some(Read::Batch(batch, checksums)));
         }
         // Nothing anywhere: a good moment to look for partitions added meanwhile.
         if self.listed.is_some_and(|at| at.elapsed() > RELIST_PARTITIONS) {

@@ -6,6 +6,7 @@
 //! never name this type.
 
 use ferry_capabilities::{Guest, GuestData, States};
+use ferry_contract::StoredChecksums;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtxView, WasiHttpView};
@@ -18,6 +19,8 @@ pub struct GuestContext {
     pub(crate) states: States,
     pub(crate) limiter: MemoryLimiter,
     pub(crate) clock: CallClock,
+    /// A sink's: the checksums of the batch it is handed (see `stored_checksums`).
+    pub(crate) checksums: StoredChecksums,
 }
 
 impl WasiView for GuestContext {

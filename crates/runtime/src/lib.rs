@@ -15,6 +15,7 @@ pub mod limits;
 mod pending;
 mod sink_instance;
 mod source_instance;
+mod stored_checksums;
 mod transform_instance;
 mod world;
 
@@ -27,7 +28,7 @@ use ferry_capabilities::logging::GuestLog;
 use ferry_capabilities::{Grants, InstanceBuilder, InstanceLimits, Shared};
 use ferry_config::Limits;
 use ferry_contract::files::{self, FileError};
-use ferry_contract::{self as contract, ComponentWorld, Contract, ContractError};
+use ferry_contract::{self as contract, ComponentWorld, Contract, ContractError, StoredChecksums};
 use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{Engine, Store};
 
@@ -167,6 +168,7 @@ impl Runtime {
         let engine = engine::new_engine(options)?;
         let mut linker = Linker::new(&engine);
         ferry_capabilities::link_all(&mut linker)?;
+        stored_checksums::link(&mut linker)?;
         Ok(Runtime {
             engine,
             linker,
@@ -390,6 +392,7 @@ impl Runtime {
             states,
             limiter: MemoryLimiter::new(&sandbox.limits, meters.memory_in_use.clone()),
             clock: CallClock::new(sandbox.limits.call_timeout),
+            checksums: StoredChecksums::default(),
         };
         let mut store = Store::new(&self.engine, context);
         store.limiter(|context| &mut context.limiter);

@@ -1,6 +1,7 @@
 //! A sink's instance: the three calls of the `sink` interface, each under the
 //! instance's limits (see [`super::instance`]).
 
+use ferry_contract::StoredChecksums;
 use ferry_contract::wit::SinkConnector;
 use ferry_contract::wit::sink_export::{SinkBatch, WriteResult};
 
@@ -22,6 +23,12 @@ impl SinkInstance {
         let result = within(timeout, "open", sink.call_open(self.guest.store(), config)).await;
         let result = self.guest.end_call(result);
         result?.map_err(|e| failed("open", e))
+    }
+
+    /// The checksums of the batch read (which every `write` until the next batch's
+    /// is a part of), for the guest's `stored-checksums` import.
+    pub fn hand_checksums(&mut self, checksums: StoredChecksums) {
+        self.guest.store().data_mut().checksums = checksums;
     }
 
     pub async fn write(&mut self, batch: &SinkBatch) -> Result<WriteResult, CallError> {

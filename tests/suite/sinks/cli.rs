@@ -57,8 +57,8 @@ fn a_bad_sink_table_is_refused_naming_the_file_the_sink_and_the_key() {
         (
             sink("").replace(FILE_SINK, RANDOM_SOURCE),
             format!(
-                "connector `archive`: {RANDOM_SOURCE}: it does not export the interface `iggy:connector/sink@0.2.0`, \
-                 so it is not a Ferry sink (it exports: iggy:connector/source@0.2.0)"
+                "connector `archive`: {RANDOM_SOURCE}: it does not export the interface `iggy:connector/sink@0.2.1`, \
+                 so it is not a Ferry sink (it exports: iggy:connector/source@0.2.1)"
             ),
         ),
     ];
@@ -79,7 +79,7 @@ fn a_bad_sink_table_is_refused_naming_the_file_the_sink_and_the_key() {
     // And the other way round: a sink's component given as a source's path.
     let source = random_source_config("feed", "").replace(RANDOM_SOURCE, FILE_SINK);
     let log = refused(&site.config("ferry.toml", &source), &[]);
-    assert!(log.contains("does not export the interface `iggy:connector/source@0.2.0`"), "{log}");
+    assert!(log.contains("does not export the interface `iggy:connector/source@0.2.1`"), "{log}");
     assert!(!site.path("state").exists());
 }
 

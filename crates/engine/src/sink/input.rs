@@ -9,7 +9,7 @@
 use async_trait::async_trait;
 
 use crate::status::StartingFrom;
-use ferry_contract::header_size;
+use ferry_contract::{StoredChecksums, header_size};
 
 pub use ferry_contract::wit::sink_export::{SinkBatch, StoredMessage};
 
@@ -59,7 +59,8 @@ pub trait Reader: Send {
 /// What a reader read next.
 #[derive(Debug, Clone)]
 pub enum Read {
-    Batch(SinkBatch),
+    /// A batch, and Iggy's checksums of its messages (none from the local log).
+    Batch(SinkBatch, StoredChecksums),
     Unreadable(Unreadable),
 }
 

@@ -76,7 +76,10 @@ impl SinkLoop<'_> {
         while !self.shutdown.is_requested() {
             // 1. Read the next batch.
             let batch = match self.status.polled(self.reader.next(budget)).await {
-                Ok(Some(Read::Batch(batch))) => batch,
+                Ok(Some(Read::Batch(batch, checksums))) => {
+                    self.instance.hand_checksums(checksums);
+                    batch
+                }
                 Ok(Some(Read::Unreadable(unreadable))) => {
                     if let Err(exit) = self.settle_unreadable(unreadable, &mut backoff, &mut streak).await {
                         return exit;
@@ -380,7 +383,7 @@ fn slice(batch: &SinkBatch, part: &Range<usize>) -> SinkBatch {
 impl Polled for Read {
     fn messages(&self) -> usize {
         match self {
-            Read::Batch(batch) => batch.messages.len(),
+            Read::Batch(batch, _) => batch.messages.len(),
             Read::Unreadable(unreadable) => unreadable.batch.messages.len(),
         }
     }

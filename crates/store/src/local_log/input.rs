@@ -20,7 +20,7 @@ use async_trait::async_trait;
 use super::identity::LogId;
 use super::positions::{self, name_of};
 use super::{LocalLog, Record, TopicReader, headers_from_json};
-use ferry_contract::Uint128;
+use ferry_contract::{StoredChecksums, Uint128};
 use ferry_engine::cursor::{CursorStore, StateError};
 use ferry_engine::delivery::{LogMark, Receipt};
 use ferry_engine::sink::input::{
@@ -170,7 +170,8 @@ impl Reader for LocalLogReader {
             let read = match batch_of(&topic.stream, &topic.topic, records) {
                 (mut batch, _) if !batch.messages.is_empty() => {
                     budget.trim(&mut batch);
-                    Read::Batch(batch)
+                    // The local log keeps no Iggy checksum.
+                    Read::Batch(batch, StoredChecksums::default())
                 }
                 (_, Some((record, problem))) => {
                     topic.held_at = Some(record.offset);
@@ -179,7 +180,7 @@ impl Reader for LocalLogReader {
                 (_, None) => continue,
             };
             topic.read = match &read {
-                Read::Batch(batch) => end_of(batch),
+                Read::Batch(batch, _) => end_of(batch),
                 Read::Unreadable(unreadable) => end_of(&unreadable.batch),
             };
             return Ok(Some(read));

@@ -1,10 +1,10 @@
-//! A component that exports `iggy:connector/source@0.2.0` with `poll` of the wrong
+//! A component that exports `iggy:connector/source@0.2.1` with `poll` of the wrong
 //! type (it returns a `u32` where the contract has a batch). Ferry must refuse it and
 //! name `poll`.
 
 wit_bindgen::generate!({
     inline: r#"
-        package iggy:connector@0.2.0;
+        package iggy:connector@0.2.1;
 
         interface source {
             record error { message: string }

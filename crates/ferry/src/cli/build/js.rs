@@ -33,7 +33,7 @@ const WASI_WIT: &[&str] = &[
 const WASI_PACKAGES: &[&str] = &["wasi-filesystem", "wasi-io", "wasi-clocks"];
 /// The modules a connector imports from the host (its world's imports), which the
 /// bundle leaves as imports.
-const HOST_MODULES: &str = "iggy:connector/logging@0.2.0,iggy:connector/postgres@0.2.0,\
+const HOST_MODULES: &str = "iggy:connector/logging@0.2.1,iggy:connector/postgres@0.2.1,\
                             wasi:filesystem/preopens@0.2.12,wasi:filesystem/types@0.2.12";
 
 /// What `package.json` says of the project.
