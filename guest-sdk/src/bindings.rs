@@ -31,6 +31,7 @@ pub mod sink {
             "iggy:connector/types@0.2.1": crate::bindings::iggy::connector::types,
             "iggy:connector/logging@0.2.1": crate::bindings::iggy::connector::logging,
             "iggy:connector/postgres@0.2.1": crate::bindings::iggy::connector::postgres,
+            "iggy:connector/redis@0.2.1": crate::bindings::iggy::connector::redis,
         },
         pub_export_macro: true,
         export_macro_name: "__export_sink_connector",

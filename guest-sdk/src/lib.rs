@@ -149,6 +149,7 @@ mod json;
 pub mod log;
 mod message;
 mod packed;
+pub mod redis;
 pub mod rows;
 mod sink;
 mod sink_driver;

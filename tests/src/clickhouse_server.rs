@@ -7,13 +7,13 @@
 //! package's `clickhouse` user. `scripts/setup-clickhouse` installs the package.
 //! Without it the tests fail and say so: they are never skipped.
 
-use std::ffi::CString;
 use std::fs;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::free_port;
+use crate::server_process::{kill_9, run_as};
 
 /// The user the tests sign in as, and its password.
 pub const USER: &str = "ferry";
@@ -43,7 +43,7 @@ impl ChServer {
             "no {SERVER}: run scripts/setup-clickhouse to install Debian's clickhouse-server package"
         );
         let dir = tempfile::Builder::new().prefix("ferry-ch-").tempdir().expect("a temporary directory");
-        let run_as = server_user();
+        let run_as = run_as(SERVER_USER, "scripts/setup-clickhouse");
         let mut server = ChServer { dir, http_port: 0, run_as, child: None };
         for _ in 0..PORT_TRIES {
             server.http_port = free_port();
@@ -85,10 +85,7 @@ impl ChServer {
 
     /// `kill -9`, and wait until it is gone.
     pub fn kill_9(&mut self) {
-        let Some(mut child) = self.child.take() else { return };
-        // SAFETY: kill(2) on our own child's pid, which `wait` has not reaped yet.
-        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGKILL) };
-        child.wait().expect("the killed server is reaped");
+        kill_9(&mut self.child);
     }
 
     /// Start again on the same ports and data.
@@ -195,19 +192,3 @@ fn chown_all(path: &std::path::Path, uid: u32, gid: u32) {
     }
 }
 
-/// The uid and gid the server runs as when the tests run as root.
-fn server_user() -> Option<(u32, u32)> {
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        return None;
-    }
-    let name = CString::new(SERVER_USER).expect("a user name without NUL");
-    // SAFETY: a valid C string; the entry is copied out before another getpw* call.
-    let entry = unsafe { libc::getpwnam(name.as_ptr()) };
-    assert!(
-        !entry.is_null(),
-        "the tests run as root; ClickHouse runs as {SERVER_USER}, which does not exist: run scripts/setup-clickhouse"
-    );
-    // SAFETY: getpwnam returned a valid entry.
-    Some(unsafe { ((*entry).pw_uid, (*entry).pw_gid) })
-}

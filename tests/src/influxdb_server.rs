@@ -11,9 +11,8 @@
 //! package's own user. `scripts/setup-influxdb` installs the server (and makes sure
 //! of that user). Without them the tests fail and say so: they are never skipped.
 
-use std::ffi::CString;
-use std::fs::{self, File};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::fs;
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -23,6 +22,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::free_port;
+use crate::server_process::{kill_9, on_path, read_from, run_as};
 
 /// The admin user of a server started with auth.
 pub const USER: &str = "ferry";
@@ -67,7 +67,7 @@ impl InfluxServer {
     fn start_serving(auth: bool) -> InfluxServer {
         let binary = binary();
         let dir = tempfile::Builder::new().prefix("ferry-influx-").tempdir().expect("a temporary directory");
-        let run_as = server_user();
+        let run_as = run_as(SERVER_USER, "scripts/setup-influxdb");
         if let Some((uid, gid)) = run_as {
             std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid))
                 .expect("the server's user owns its temporary directory");
@@ -230,10 +230,7 @@ bind-address = "127.0.0.1:{rpc}"
 
     /// `kill -9` the server. Returns once it is gone.
     pub fn kill_9(&mut self) {
-        let Some(mut child) = self.child.take() else { return };
-        // SAFETY: kill(2) on our own child's pid, which `wait` has not reaped yet.
-        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGKILL) };
-        child.wait().expect("the killed server is reaped");
+        kill_9(&mut self.child);
     }
 
     /// Start the server again on the same directory and ports, and wait until it
@@ -318,40 +315,7 @@ fn encode(text: &str) -> String {
 
 /// `influxd` on the PATH (Debian's package puts it in /usr/bin).
 fn binary() -> PathBuf {
-    let found = std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|path| std::env::split_paths(&path).collect::<Vec<_>>())
-        .map(|dir| dir.join("influxd"))
-        .find(|candidate| candidate.is_file());
-    found.unwrap_or_else(|| panic!("no influxd on the PATH: run scripts/setup-influxdb to install Debian's influxdb"))
+    on_path("influxd", "scripts/setup-influxdb (Debian's influxdb)")
 }
 
-/// [`SERVER_USER`]'s uid and gid when the tests run as root, or `None` to run the
-/// server as ourselves.
-fn server_user() -> Option<(u32, u32)> {
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        return None;
-    }
-    let name = CString::new(SERVER_USER).expect("a user name without NUL");
-    // SAFETY: a valid C string; the entry is copied out before the next getpw* call.
-    let entry = unsafe { libc::getpwnam(name.as_ptr()) };
-    if entry.is_null() {
-        panic!(
-            "the tests run as root, and run influxd as the user {SERVER_USER}, which does not exist. Run \
-             scripts/setup-influxdb (as root) to create it"
-        );
-    }
-    // SAFETY: getpwnam returned a valid entry.
-    Some(unsafe { ((*entry).pw_uid, (*entry).pw_gid) })
-}
 
-/// What `path` holds from byte `from` on (empty if it does not exist yet).
-fn read_from(path: &Path, from: u64) -> String {
-    let mut text = Vec::new();
-    if let Ok(mut file) = File::open(path) {
-        file.seek(SeekFrom::Start(from)).expect("a seekable log");
-        file.read_to_end(&mut text).expect("a readable log");
-    }
-    String::from_utf8_lossy(&text).into_owned()
-}

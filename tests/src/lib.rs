@@ -14,6 +14,8 @@ pub mod logs;
 pub mod postgres_server;
 pub mod raw_component;
 pub mod records;
+pub mod redis_server;
+pub mod server_process;
 pub mod sink_output;
 pub mod tmux;
 

@@ -14,9 +14,7 @@
 //! server and creates that user. Without them the tests fail and say so: they are
 //! never skipped.
 
-use std::ffi::CString;
-use std::fs::{self, File};
-use std::io::{Read, Seek, SeekFrom};
+use std::fs;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -25,6 +23,7 @@ use std::time::{Duration, Instant};
 use tokio_postgres::{Client, Config, NoTls};
 
 use crate::free_port;
+use crate::server_process::{read_from, run_as};
 
 /// The superuser `initdb` creates, the one the tests sign in as.
 pub const USER: &str = "ferry";
@@ -112,7 +111,7 @@ impl PgServer {
 
     fn start_serving(tls: Option<(&str, &str)>) -> PgServer {
         let bin = binaries();
-        let run_as = server_user();
+        let run_as = run_as(SERVER_USER, "scripts/setup-postgres");
         let dir = tempfile::Builder::new().prefix("ferry-pg-").tempdir().expect("a temporary directory");
         let mut server = PgServer { bin, dir, port: 0, run_as, tls: tls.is_some(), child: None };
         server.init();
@@ -424,36 +423,7 @@ fn binaries() -> PathBuf {
     }
 }
 
-/// [`SERVER_USER`]'s uid and gid when the tests run as root (the server refuses to),
-/// or `None` to run it as ourselves.
-fn server_user() -> Option<(u32, u32)> {
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        return None;
-    }
-    let name = CString::new(SERVER_USER).expect("a user name without NUL");
-    // SAFETY: a valid C string; the entry is copied out before the next getpw* call,
-    // and the tests look up no other user.
-    let entry = unsafe { libc::getpwnam(name.as_ptr()) };
-    if entry.is_null() {
-        panic!(
-            "the tests run as root, and PostgreSQL refuses to: it runs as the user {SERVER_USER}, which does not exist. \
-             Run scripts/setup-postgres (as root) to create it"
-        );
-    }
-    // SAFETY: getpwnam returned a valid entry.
-    Some(unsafe { ((*entry).pw_uid, (*entry).pw_gid) })
-}
 
-/// What `path` holds from byte `from` on (empty if it does not exist yet).
-fn read_from(path: &Path, from: u64) -> String {
-    let mut text = Vec::new();
-    if let Ok(mut file) = File::open(path) {
-        file.seek(SeekFrom::Start(from)).expect("a seekable log");
-        file.read_to_end(&mut text).expect("a readable log");
-    }
-    String::from_utf8_lossy(&text).into_owned()
-}
 
 /// The live processes whose working directory is `dir`: a postmaster's backends.
 /// Zombies have none, so they are not counted.

@@ -40,6 +40,8 @@ mod postgres_tls;
 mod process;
 mod python_guests;
 mod readme;
+mod redis_sink;
+mod redis_source;
 mod sandbox;
 mod secrets;
 mod shutdown;

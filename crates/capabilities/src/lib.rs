@@ -19,7 +19,9 @@
 //! * [`network`]: TCP connections and outgoing `wasi:http` requests to
 //!   `grants.network`, nothing otherwise;
 //! * [`postgres`]: the contract's PostgreSQL import, to the servers of
-//!   `[postgres.NAME]` named in `grants.postgres`, none otherwise.
+//!   `[postgres.NAME]` named in `grants.postgres`, none otherwise;
+//! * [`redis`]: the contract's Redis import, to the servers of `[redis.NAME]` named
+//!   in `grants.redis`, none otherwise.
 //!
 //! Every WASI interface is *linked* (a component built for wasm32-wasip1 imports
 //! filesystem and sockets whether it uses them or not), but an ungranted one has
@@ -32,6 +34,7 @@
 //! module in the guest SDK. CONTRIBUTING.md lists each step.
 
 mod capability;
+mod handles;
 mod registry;
 
 pub use capability::{
@@ -52,6 +55,7 @@ registry::capabilities! {
         dirs: Dirs,
         network: Network,
         postgres: Postgres,
+        redis: Redis,
     }
 }
 

@@ -17,7 +17,9 @@ fn nothing_but_clocks_random_and_logs_without_grants() {
     assert!(matches!(none.verdict("iggy:connector/postgres@0.2.0"), Verdict::Denied(_)));
     assert_eq!(none.verdict("wasi:http/incoming-handler@0.2.3"), Verdict::Unavailable);
     assert_eq!(none.verdict("wasi:keyvalue/store@0.2.0"), Verdict::Unavailable);
-    assert_eq!(none.verdict("iggy:connector/redis@0.2.0"), Verdict::Unavailable);
+    assert!(matches!(none.verdict("iggy:connector/redis@0.2.1"), Verdict::Denied(_)));
+    assert!(matches!(none.verdict("iggy:connector/stored-checksums@0.2.1"), Verdict::Granted(_)));
+    assert_eq!(none.verdict("iggy:connector/kafka@0.2.1"), Verdict::Unavailable);
 }
 
 #[test]
@@ -27,12 +29,14 @@ fn grants_open_what_they_name() {
         dirs: vec![],
         network: vec!["localhost:1".into()],
         postgres: vec!["orders".into()],
+        redis: vec!["cache".into()],
     };
     assert!(matches!(grants.verdict("wasi:cli/environment@0.2.3"), Verdict::Granted("grants.env")));
     assert!(matches!(grants.verdict("wasi:sockets/tcp@0.2.0"), Verdict::Granted("grants.network")));
     assert!(matches!(grants.verdict("wasi:http/outgoing-handler@0.2.3"), Verdict::Granted("grants.network")));
     assert!(matches!(grants.verdict("wasi:filesystem/types@0.2.3"), Verdict::Denied(_)));
     assert!(matches!(grants.verdict("iggy:connector/postgres@0.2.0"), Verdict::Granted("grants.postgres")));
+    assert!(matches!(grants.verdict("iggy:connector/redis@0.2.1"), Verdict::Granted("grants.redis")));
     // A network grant is TCP and HTTP only: the sandbox never lets UDP out.
     assert_eq!(grants.verdict("wasi:sockets/udp@0.2.3"), Verdict::Denied("UDP is never granted"));
     assert_eq!(grants.verdict("wasi:sockets/udp-create-socket@0.2.3"), Verdict::Denied("UDP is never granted"));
@@ -42,5 +46,5 @@ fn grants_open_what_they_name() {
 fn an_unknown_grant_is_refused_by_name() {
     let error = toml::from_str::<Grants>("netwrk = []").unwrap_err().to_string();
     assert!(error.contains("unknown field `netwrk`"), "{error}");
-    assert!(error.contains("`env`, `dirs`, `network`, `postgres`"), "{error}");
+    assert!(error.contains("`env`, `dirs`, `network`, `postgres`, `redis`"), "{error}");
 }

@@ -18,11 +18,12 @@ use ferry_contract::wit::postgres::{
 use futures::{StreamExt, pin_mut};
 use tokio_postgres::types::{Format, IsNull, ToSql, Type, to_sql_checked};
 use tokio_postgres::{NoTls, Statement as Prepared};
-use wasmtime::component::{HasData, Linker, Resource, ResourceTable, ResourceTableError};
+use wasmtime::component::{HasData, Linker, Resource, ResourceTable};
 
 use super::tls::PgTls;
 use super::{POSTGRES_EPOCH_MICROS, PgState, rows};
 use crate::GuestData;
+use crate::handles::hold;
 use crate::logging::GuestLog;
 
 /// Prepared statements kept per connection; past this the cache starts afresh.
@@ -82,18 +83,10 @@ impl HostConnection for PostgresView<'_> {
             return Err(Error::NotGranted(problem));
         };
         let connection = PgConnection { name, pool: served.pool.clone(), tls: served.tls.clone(), client: None };
-        let pushed = self.table.push(connection).map_err(|e| {
-            let problem = match e {
-                ResourceTableError::Full => format!(
-                    "this instance already holds {} handles, the most it may: drop the connections it no longer uses",
-                    self.table.max_capacity()
-                ),
-                other => format!("cannot hold another connection: {other}"),
-            };
+        hold(self.table, connection).map_err(|problem| {
             self.log.host_warning(&format!("postgres: {problem}"));
             Error::Connection(problem)
-        })?;
-        Ok(Resource::new_own(pushed.rep()))
+        })
     }
 
     async fn query(&mut self, this: Resource<Connection>, sql: String, params: Vec<Value>) -> Result<Rows, Error> {
