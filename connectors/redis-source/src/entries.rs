@@ -10,7 +10,7 @@ use std::fmt;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use ferry_guest::Message;
+use ferry_guest::{Fields, HeaderValue, PackedMessages};
 use ferry_guest::redis::Reply;
 use serde_json::{Map, Value};
 
@@ -47,63 +47,85 @@ pub struct Entry {
     pub fields: Option<Vec<(Vec<u8>, Vec<u8>)>>,
 }
 
-/// The entries of `stream` in an `XREADGROUP` reply (nil: none).
-pub fn from_reply(reply: &Reply) -> Result<Vec<Entry>, String> {
+/// The entries of `stream` in an `XREADGROUP` reply (nil: none), their bytes moved
+/// out of it rather than copied.
+pub fn from_reply(reply: Reply) -> Result<Vec<Entry>, String> {
     if let Some(refusal) = reply.server_error() {
         return Err(format!("the server refused the read: {refusal}"));
     }
-    let wrong = || format!("an XREADGROUP reply that is not [[stream, [[id, [field, value, ...]], ...]]]: {reply:?}");
-    let streams = reply.as_array().ok_or_else(wrong)?;
-    let Some(stream) = streams.first() else { return Ok(Vec::new()) };
-    let entries = stream.as_array().and_then(|s| s.get(1)).and_then(Reply::as_array).ok_or_else(wrong)?;
+    let wrong = |what: &str| format!("an XREADGROUP reply that is not [[stream, [[id, [field, value, ...]], ...]]]: {what}");
+    let streams = match reply {
+        Reply::Nil => return Ok(Vec::new()),
+        Reply::Array(streams) => streams,
+        other => return Err(wrong(&format!("{other:?}"))),
+    };
+    let Some(stream) = streams.into_iter().next() else { return Ok(Vec::new()) };
+    let entries = match stream {
+        Reply::Array(parts) => match parts.into_iter().nth(1) {
+            Some(Reply::Array(entries)) => entries,
+            Some(Reply::Nil) => Vec::new(),
+            other => return Err(wrong(&format!("entries {other:?}"))),
+        },
+        other => return Err(wrong(&format!("{other:?}"))),
+    };
     let mut read = Vec::with_capacity(entries.len());
     for entry in entries {
-        let parts = entry.as_array().ok_or_else(wrong)?;
-        let id = parts.first().and_then(Reply::as_bytes).ok_or_else(wrong)?;
-        let id = EntryId::parse(&String::from_utf8_lossy(id))?;
-        let fields = match parts.get(1) {
+        let Reply::Array(parts) = entry else { return Err(wrong("an entry that is not [id, fields]")) };
+        let mut parts = parts.into_iter();
+        let id = match parts.next() {
+            Some(Reply::Bulk(id)) => EntryId::parse(&String::from_utf8_lossy(&id))?,
+            other => return Err(wrong(&format!("an entry id {other:?}"))),
+        };
+        let fields = match parts.next() {
             None | Some(Reply::Nil) => None,
-            Some(Reply::Array(values)) => Some(
-                values
-                    .chunks(2)
-                    .map(|pair| match pair {
-                        [field, value] => Ok((
-                            field.as_bytes().ok_or_else(wrong)?.to_vec(),
-                            value.as_bytes().ok_or_else(wrong)?.to_vec(),
-                        )),
-                        _ => Err(wrong()),
-                    })
-                    .collect::<Result<_, _>>()?,
-            ),
-            Some(_) => return Err(wrong()),
+            Some(Reply::Array(values)) => {
+                let mut fields = Vec::with_capacity(values.len() / 2);
+                let mut values = values.into_iter();
+                while let Some(field) = values.next() {
+                    match (field, values.next()) {
+                        (Reply::Bulk(field), Some(Reply::Bulk(value))) => fields.push((field, value)),
+                        _ => return Err(wrong("fields that are not bulk strings in pairs")),
+                    }
+                }
+                Some(fields)
+            }
+            Some(other) => return Err(wrong(&format!("fields {other:?}"))),
         };
         read.push(Entry { id, fields });
     }
     Ok(read)
 }
 
-/// The message `entry` of `stream` becomes (see the module's documentation).
-pub fn message(stream: &str, entry: &Entry, payload_field: &str) -> Message {
-    let fields = entry.fields.as_deref().unwrap_or_default();
-    let payload = match fields.iter().find(|(field, _)| field == payload_field.as_bytes()) {
-        Some((_, value)) => value.clone(),
+/// Append the message `entry` of `stream` becomes (see the module's documentation) to
+/// `packed`: written straight into the buffer the host takes, no `Message` made.
+pub fn pack(packed: &mut PackedMessages, stream: &str, entry: Entry, payload_field: &str) {
+    let id = entry.id;
+    let headers = [
+        ("redis_stream".to_string(), HeaderValue::String(stream.to_string())),
+        ("redis_id".to_string(), HeaderValue::String(id.to_string())),
+    ];
+    let fields = Fields {
+        id: Some(id.message_id()),
+        origin_timestamp: Some(id.ms.saturating_mul(1000)),
+        headers: &headers,
+    };
+    let mut values = entry.fields.unwrap_or_default();
+    match values.iter().position(|(field, _)| field == payload_field.as_bytes()) {
+        Some(at) => packed.push_with(fields, |payload| payload.extend_from_slice(&values[at].1)),
         None => {
             let mut object = Map::new();
-            for (field, value) in fields {
-                let value = match std::str::from_utf8(value) {
-                    Ok(text) => Value::String(text.to_string()),
-                    Err(_) => serde_json::json!({ "base64": STANDARD.encode(value) }),
+            for (field, value) in values.drain(..) {
+                let value = match String::from_utf8(value) {
+                    Ok(text) => Value::String(text),
+                    Err(not_text) => serde_json::json!({ "base64": STANDARD.encode(not_text.as_bytes()) }),
                 };
-                object.insert(String::from_utf8_lossy(field).into_owned(), value);
+                object.insert(String::from_utf8_lossy(&field).into_owned(), value);
             }
-            serde_json::to_vec(&Value::Object(object)).expect("a JSON object serializes")
+            packed.push_with(fields, |payload| {
+                serde_json::to_writer(payload, &Value::Object(object)).expect("a JSON object serializes")
+            });
         }
-    };
-    Message::new(payload)
-        .with_id(entry.id.message_id())
-        .with_origin_timestamp(entry.id.ms.saturating_mul(1000))
-        .with_header("redis_stream", stream)
-        .with_header("redis_id", entry.id.to_string())
+    }
 }
 
 #[cfg(test)]
@@ -124,19 +146,23 @@ mod tests {
                 Reply::Array(vec![bulk("1700000000002-0"), Reply::Nil]),
             ]),
         ])]);
-        let entries = from_reply(&reply).unwrap();
+        let entries = from_reply(reply).unwrap();
         assert_eq!(entries.len(), 3);
         assert_eq!(entries[0].id, EntryId { ms: 1_700_000_000_000, seq: 3 });
         assert_eq!(entries[2].fields, None, "deleted while pending");
-        let first = message("events", &entries[0], "payload");
+        let mut packed = PackedMessages::new();
+        pack(&mut packed, "events", entries[0].clone(), "payload");
+        pack(&mut packed, "events", entries[1].clone(), "payload");
+        let messages = packed.messages().unwrap();
+        let first = &messages[0];
         assert_eq!(first.payload, b"{\"a\":1}");
         assert_eq!(first.id, Some((1_700_000_000_000u128 << 64) | 3));
         assert_eq!(first.origin_timestamp, Some(1_700_000_000_000_000));
-        let second = message("events", &entries[1], "payload");
-        assert_eq!(String::from_utf8(second.payload).unwrap(), r#"{"k":"v","n":{"base64":"/w=="}}"#);
-        assert_eq!(from_reply(&Reply::Nil).unwrap(), Vec::new());
-        assert!(from_reply(&Reply::ServerError("NOGROUP".into())).unwrap_err().contains("NOGROUP"));
-        assert!(from_reply(&Reply::Array(vec![Reply::Int(1)])).is_err());
+        assert_eq!(first.headers[1], ("redis_id".to_string(), HeaderValue::String("1700000000000-3".into())));
+        assert_eq!(String::from_utf8(messages[1].payload.clone()).unwrap(), r#"{"k":"v","n":{"base64":"/w=="}}"#);
+        assert_eq!(from_reply(Reply::Nil).unwrap(), Vec::new());
+        assert!(from_reply(Reply::ServerError("NOGROUP".into())).unwrap_err().contains("NOGROUP"));
+        assert!(from_reply(Reply::Array(vec![Reply::Int(1)])).is_err());
         assert!(EntryId::parse("12").is_err() && EntryId::parse("a-1").is_err());
         assert!(EntryId::parse("1-2").unwrap() < EntryId::parse("2-0").unwrap());
     }

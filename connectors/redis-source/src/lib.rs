@@ -28,11 +28,11 @@ mod entries;
 
 use ferry_guest::bindings::iggy::connector::redis::Connection;
 use ferry_guest::redis::{Reply, command, describe, execute};
-use ferry_guest::{Batch, Error, Nack, Source};
+use ferry_guest::{Batch, Error, Nack, PER_MESSAGE, PackedMessages, Source};
 use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
-use crate::entries::{EntryId, from_reply, message};
+use crate::entries::{EntryId, from_reply, pack};
 
 /// The last entry delivered (and committed), `ms-seq`; empty before the first.
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -93,7 +93,7 @@ impl Source for RedisSource {
                 from,
             ]);
             let reply = self.execute(read)?;
-            let entries = from_reply(&reply).map_err(|p| Error::msg(format!("redis `{}`: {p}", self.config.connection)))?;
+            let entries = from_reply(reply).map_err(|p| Error::msg(format!("redis `{}`: {p}", self.config.connection)))?;
             if entries.is_empty() {
                 if self.reading_pending {
                     self.reading_pending = false;
@@ -110,8 +110,11 @@ impl Source for RedisSource {
             }
             let Some(last) = fresh.last().map(|e| e.id) else { continue };
             self.in_flight = fresh.iter().map(|e| e.id.to_string()).collect();
-            let messages = fresh.iter().map(|e| message(&self.config.stream, e, &self.config.payload_field)).collect();
-            return Ok(Some(Batch::new(messages, Cursor { last: last.to_string() })));
+            let mut packed = PackedMessages::with_capacity(fresh.len() * (PER_MESSAGE + 160));
+            for entry in fresh {
+                pack(&mut packed, &self.config.stream, entry, &self.config.payload_field);
+            }
+            return Ok(Some(Batch::from_packed(packed, Cursor { last: last.to_string() })));
         }
     }
 
