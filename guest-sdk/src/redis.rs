@@ -69,6 +69,75 @@ fn next(items: &mut impl Iterator<Item = ReplyItem>) -> Result<Reply, Error> {
     })
 }
 
+/// One item of a packed reply (`execute-packed`), borrowed from its buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Item<'a> {
+    Nil,
+    Status(&'a [u8]),
+    Int(i64),
+    Bulk(&'a [u8]),
+    /// The next `n` items are its elements.
+    Array(u32),
+    ServerError(&'a [u8]),
+}
+
+/// A packed reply, read item by item in pre-order, nothing copied: what a connector
+/// that reads big replies walks instead of building a [`Reply`].
+#[derive(Debug, Clone)]
+pub struct Items<'a> {
+    data: &'a [u8],
+}
+
+impl<'a> Items<'a> {
+    pub fn new(data: &'a [u8]) -> Self {
+        Items { data }
+    }
+
+    /// Whether every item was read.
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+
+    /// The next item; an error if the buffer ends inside one or holds an unknown tag.
+    pub fn next_item(&mut self) -> Result<Item<'a>, Error> {
+        let (&tag, rest) = self.data.split_first().ok_or_else(|| Error::msg("a packed reply that ends early"))?;
+        self.data = rest;
+        Ok(match tag {
+            0 => Item::Nil,
+            2 => Item::Int(i64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes"))),
+            4 => Item::Array(self.length()?),
+            1 | 3 | 5 => {
+                let length = self.length()? as usize;
+                let bytes = self.take(length)?;
+                match tag {
+                    1 => Item::Status(bytes),
+                    3 => Item::Bulk(bytes),
+                    _ => Item::ServerError(bytes),
+                }
+            }
+            other => return Err(Error::msg(format!("a packed reply with the unknown tag {other}"))),
+        })
+    }
+
+    fn length(&mut self) -> Result<u32, Error> {
+        Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes")))
+    }
+
+    fn take(&mut self, count: usize) -> Result<&'a [u8], Error> {
+        if self.data.len() < count {
+            return Err(Error::msg("a packed reply that ends inside an item"));
+        }
+        let (taken, rest) = self.data.split_at(count);
+        self.data = rest;
+        Ok(taken)
+    }
+}
+
+/// Send one command on `connection`; its reply packed (read it with [`Items`]).
+pub fn execute_packed(connection: &Connection, command: Vec<Vec<u8>>) -> Result<Vec<u8>, Error> {
+    connection.execute_packed(&command).map_err(|e| Error::msg(describe(&e)))
+}
+
 /// A command: its name, then its arguments, each as bytes.
 pub fn command<I, A>(args: I) -> Vec<Vec<u8>>
 where
@@ -123,5 +192,24 @@ mod tests {
         assert!(Reply::from_items(vec![ReplyItem::Nil, ReplyItem::Nil]).is_err());
         assert_eq!(Reply::ServerError("ERR x".into()).server_error(), Some("ERR x"));
         assert_eq!(command(["XADD", "s"]), vec![b"XADD".to_vec(), b"s".to_vec()]);
+    }
+
+    #[test]
+    fn a_packed_reply_is_read_item_by_item_and_a_truncated_one_is_said() {
+        let mut data = vec![4, 2, 0, 0, 0, 3, 2, 0, 0, 0, b'o', b'k', 2];
+        data.extend_from_slice(&(-7i64).to_le_bytes());
+        data.extend_from_slice(&[0, 5, 1, 0, 0, 0, b'E', 1, 2, 0, 0, 0, b'O', b'K']);
+        let mut items = Items::new(&data);
+        let mut read = Vec::new();
+        while !items.is_empty() {
+            read.push(items.next_item().unwrap());
+        }
+        assert_eq!(
+            read,
+            [Item::Array(2), Item::Bulk(b"ok"), Item::Int(-7), Item::Nil, Item::ServerError(b"E"), Item::Status(b"OK")]
+        );
+        assert!(Items::new(&[3, 9, 0, 0, 0, b'x']).next_item().is_err(), "shorter than its length");
+        assert!(Items::new(&[9]).next_item().is_err(), "an unknown tag");
+        assert!(Items::new(&[]).next_item().is_err());
     }
 }

@@ -11,7 +11,7 @@ use std::fmt;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use ferry_guest::{Fields, HeaderValue, PackedMessages};
-use ferry_guest::redis::Reply;
+use ferry_guest::redis::{Item, Items};
 use serde_json::{Map, Value};
 
 /// An entry's id: milliseconds and a sequence number.
@@ -40,56 +40,57 @@ impl fmt::Display for EntryId {
     }
 }
 
-/// One entry: its id and fields (none for an entry deleted while it was pending).
+/// One entry: its id and fields (none for an entry deleted while it was pending),
+/// borrowed from the reply.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Entry {
+pub struct Entry<'a> {
     pub id: EntryId,
-    pub fields: Option<Vec<(Vec<u8>, Vec<u8>)>>,
+    pub fields: Option<Vec<(&'a [u8], &'a [u8])>>,
 }
 
-/// The entries of `stream` in an `XREADGROUP` reply (nil: none), their bytes moved
-/// out of it rather than copied.
-pub fn from_reply(reply: Reply) -> Result<Vec<Entry>, String> {
-    if let Some(refusal) = reply.server_error() {
-        return Err(format!("the server refused the read: {refusal}"));
+/// The entries of the one stream in a packed `XREADGROUP` reply (nil: none).
+pub fn from_reply(data: &[u8]) -> Result<Vec<Entry<'_>>, String> {
+    let mut items = Items::new(data);
+    let wrong = |what: String| format!("an XREADGROUP reply that is not [[stream, [[id, [field, value, ...]], ...]]]: {what}");
+    let mut next = || items.next_item().map_err(|e| wrong(e.to_string()));
+    // One stream was read: its key and its entries.
+    match next()? {
+        Item::Nil | Item::Array(0) => return Ok(Vec::new()),
+        Item::Array(_) => {}
+        Item::ServerError(refusal) => {
+            return Err(format!("the server refused the read: {}", String::from_utf8_lossy(refusal)));
+        }
+        other => return Err(wrong(format!("{other:?}"))),
     }
-    let wrong = |what: &str| format!("an XREADGROUP reply that is not [[stream, [[id, [field, value, ...]], ...]]]: {what}");
-    let streams = match reply {
-        Reply::Nil => return Ok(Vec::new()),
-        Reply::Array(streams) => streams,
-        other => return Err(wrong(&format!("{other:?}"))),
+    if next()? != Item::Array(2) {
+        return Err(wrong("a stream that is not [key, entries]".into()));
+    }
+    let Item::Bulk(_key) = next()? else { return Err(wrong("a stream without its key".into())) };
+    let count = match next()? {
+        Item::Array(count) => count,
+        Item::Nil => 0,
+        other => return Err(wrong(format!("entries {other:?}"))),
     };
-    let Some(stream) = streams.into_iter().next() else { return Ok(Vec::new()) };
-    let entries = match stream {
-        Reply::Array(parts) => match parts.into_iter().nth(1) {
-            Some(Reply::Array(entries)) => entries,
-            Some(Reply::Nil) => Vec::new(),
-            other => return Err(wrong(&format!("entries {other:?}"))),
-        },
-        other => return Err(wrong(&format!("{other:?}"))),
-    };
-    let mut read = Vec::with_capacity(entries.len());
-    for entry in entries {
-        let Reply::Array(parts) = entry else { return Err(wrong("an entry that is not [id, fields]")) };
-        let mut parts = parts.into_iter();
-        let id = match parts.next() {
-            Some(Reply::Bulk(id)) => EntryId::parse(&String::from_utf8_lossy(&id))?,
-            other => return Err(wrong(&format!("an entry id {other:?}"))),
-        };
-        let fields = match parts.next() {
-            None | Some(Reply::Nil) => None,
-            Some(Reply::Array(values)) => {
-                let mut fields = Vec::with_capacity(values.len() / 2);
-                let mut values = values.into_iter();
-                while let Some(field) = values.next() {
-                    match (field, values.next()) {
-                        (Reply::Bulk(field), Some(Reply::Bulk(value))) => fields.push((field, value)),
-                        _ => return Err(wrong("fields that are not bulk strings in pairs")),
+    let mut read = Vec::with_capacity(count as usize);
+    for _ in 0..count {
+        if next()? != Item::Array(2) {
+            return Err(wrong("an entry that is not [id, fields]".into()));
+        }
+        let Item::Bulk(id) = next()? else { return Err(wrong("an entry without its id".into())) };
+        let id = EntryId::parse(&String::from_utf8_lossy(id))?;
+        let fields = match next()? {
+            Item::Nil => None,
+            Item::Array(values) => {
+                let mut fields = Vec::with_capacity(values as usize / 2);
+                for _ in 0..values / 2 {
+                    match (next()?, next()?) {
+                        (Item::Bulk(field), Item::Bulk(value)) => fields.push((field, value)),
+                        _ => return Err(wrong("fields that are not bulk strings in pairs".into())),
                     }
                 }
                 Some(fields)
             }
-            Some(other) => return Err(wrong(&format!("fields {other:?}"))),
+            other => return Err(wrong(format!("fields {other:?}"))),
         };
         read.push(Entry { id, fields });
     }
@@ -98,7 +99,7 @@ pub fn from_reply(reply: Reply) -> Result<Vec<Entry>, String> {
 
 /// Append the message `entry` of `stream` becomes (see the module's documentation) to
 /// `packed`: written straight into the buffer the host takes, no `Message` made.
-pub fn pack(packed: &mut PackedMessages, stream: &str, entry: Entry, payload_field: &str) {
+pub fn pack(packed: &mut PackedMessages, stream: &str, entry: &Entry<'_>, payload_field: &str) {
     let id = entry.id;
     let headers = [
         ("redis_stream".to_string(), HeaderValue::String(stream.to_string())),
@@ -109,17 +110,17 @@ pub fn pack(packed: &mut PackedMessages, stream: &str, entry: Entry, payload_fie
         origin_timestamp: Some(id.ms.saturating_mul(1000)),
         headers: &headers,
     };
-    let mut values = entry.fields.unwrap_or_default();
-    match values.iter().position(|(field, _)| field == payload_field.as_bytes()) {
-        Some(at) => packed.push_with(fields, |payload| payload.extend_from_slice(&values[at].1)),
+    let values = entry.fields.as_deref().unwrap_or_default();
+    match values.iter().find(|(field, _)| *field == payload_field.as_bytes()) {
+        Some((_, value)) => packed.push_with(fields, |payload| payload.extend_from_slice(value)),
         None => {
             let mut object = Map::new();
-            for (field, value) in values.drain(..) {
-                let value = match String::from_utf8(value) {
-                    Ok(text) => Value::String(text),
-                    Err(not_text) => serde_json::json!({ "base64": STANDARD.encode(not_text.as_bytes()) }),
+            for (field, value) in values {
+                let value = match std::str::from_utf8(value) {
+                    Ok(text) => Value::String(text.to_string()),
+                    Err(_) => serde_json::json!({ "base64": STANDARD.encode(value) }),
                 };
-                object.insert(String::from_utf8_lossy(&field).into_owned(), value);
+                object.insert(String::from_utf8_lossy(field).into_owned(), value);
             }
             packed.push_with(fields, |payload| {
                 serde_json::to_writer(payload, &Value::Object(object)).expect("a JSON object serializes")
@@ -132,37 +133,77 @@ pub fn pack(packed: &mut PackedMessages, stream: &str, entry: Entry, payload_fie
 mod tests {
     use super::*;
 
-    fn bulk(text: &str) -> Reply {
-        Reply::Bulk(text.as_bytes().to_vec())
+    /// `items` packed as the host packs a reply.
+    fn packed(items: &[Item<'_>]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for item in items {
+            let bytes = |out: &mut Vec<u8>, tag: u8, data: &[u8]| {
+                out.push(tag);
+                out.extend_from_slice(&(data.len() as u32).to_le_bytes());
+                out.extend_from_slice(data);
+            };
+            match *item {
+                Item::Nil => out.push(0),
+                Item::Status(text) => bytes(&mut out, 1, text),
+                Item::Int(n) => {
+                    out.push(2);
+                    out.extend_from_slice(&n.to_le_bytes());
+                }
+                Item::Bulk(data) => bytes(&mut out, 3, data),
+                Item::Array(n) => {
+                    out.push(4);
+                    out.extend_from_slice(&n.to_le_bytes());
+                }
+                Item::ServerError(text) => bytes(&mut out, 5, text),
+            }
+        }
+        out
     }
 
     #[test]
     fn a_read_becomes_entries_and_each_entry_a_message_with_a_stable_id() {
-        let reply = Reply::Array(vec![Reply::Array(vec![
-            bulk("events"),
-            Reply::Array(vec![
-                Reply::Array(vec![bulk("1700000000000-3"), Reply::Array(vec![bulk("payload"), bulk("{\"a\":1}")])]),
-                Reply::Array(vec![bulk("1700000000001-0"), Reply::Array(vec![bulk("k"), bulk("v"), bulk("n"), Reply::Bulk(vec![0xff])])]),
-                Reply::Array(vec![bulk("1700000000002-0"), Reply::Nil]),
-            ]),
-        ])]);
-        let entries = from_reply(reply).unwrap();
+        use Item::{Array, Bulk, Nil};
+        let reply = packed(&[
+            Array(1),
+            Array(2),
+            Bulk(b"events"),
+            Array(3),
+            Array(2),
+            Bulk(b"1700000000000-3"),
+            Array(2),
+            Bulk(b"payload"),
+            Bulk(b"{\"a\":1}"),
+            Array(2),
+            Bulk(b"1700000000001-0"),
+            Array(4),
+            Bulk(b"k"),
+            Bulk(b"v"),
+            Bulk(b"n"),
+            Bulk(&[0xff]),
+            Array(2),
+            Bulk(b"1700000000002-0"),
+            Nil,
+        ]);
+        let entries = from_reply(&reply).unwrap();
         assert_eq!(entries.len(), 3);
         assert_eq!(entries[0].id, EntryId { ms: 1_700_000_000_000, seq: 3 });
         assert_eq!(entries[2].fields, None, "deleted while pending");
-        let mut packed = PackedMessages::new();
-        pack(&mut packed, "events", entries[0].clone(), "payload");
-        pack(&mut packed, "events", entries[1].clone(), "payload");
-        let messages = packed.messages().unwrap();
+        let mut messages = PackedMessages::new();
+        pack(&mut messages, "events", &entries[0], "payload");
+        pack(&mut messages, "events", &entries[1], "payload");
+        let messages = messages.messages().unwrap();
         let first = &messages[0];
         assert_eq!(first.payload, b"{\"a\":1}");
         assert_eq!(first.id, Some((1_700_000_000_000u128 << 64) | 3));
         assert_eq!(first.origin_timestamp, Some(1_700_000_000_000_000));
         assert_eq!(first.headers[1], ("redis_id".to_string(), HeaderValue::String("1700000000000-3".into())));
         assert_eq!(String::from_utf8(messages[1].payload.clone()).unwrap(), r#"{"k":"v","n":{"base64":"/w=="}}"#);
-        assert_eq!(from_reply(Reply::Nil).unwrap(), Vec::new());
-        assert!(from_reply(Reply::ServerError("NOGROUP".into())).unwrap_err().contains("NOGROUP"));
-        assert!(from_reply(Reply::Array(vec![Reply::Int(1)])).is_err());
+
+        assert_eq!(from_reply(&packed(&[Nil])).unwrap(), Vec::new());
+        let refused = from_reply(&packed(&[Item::ServerError(b"NOGROUP no group")])).unwrap_err();
+        assert!(refused.contains("NOGROUP"), "{refused}");
+        assert!(from_reply(&packed(&[Array(1), Item::Int(1)])).is_err());
+        assert!(from_reply(&reply[..reply.len() - 1]).is_err(), "truncated");
         assert!(EntryId::parse("12").is_err() && EntryId::parse("a-1").is_err());
         assert!(EntryId::parse("1-2").unwrap() < EntryId::parse("2-0").unwrap());
     }

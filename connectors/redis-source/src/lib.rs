@@ -27,7 +27,7 @@ mod config;
 mod entries;
 
 use ferry_guest::bindings::iggy::connector::redis::Connection;
-use ferry_guest::redis::{Reply, command, describe, execute};
+use ferry_guest::redis::{Reply, command, describe, execute, execute_packed};
 use ferry_guest::{Batch, Error, Nack, PER_MESSAGE, PackedMessages, Source};
 use serde::{Deserialize, Serialize};
 
@@ -92,8 +92,9 @@ impl Source for RedisSource {
                 &self.config.stream,
                 from,
             ]);
-            let reply = self.execute(read)?;
-            let entries = from_reply(reply).map_err(|p| Error::msg(format!("redis `{}`: {p}", self.config.connection)))?;
+            let reply = execute_packed(&self.connection, read)
+                .map_err(|e| e.context(format!("redis `{}`", self.config.connection)))?;
+            let entries = from_reply(&reply).map_err(|p| Error::msg(format!("redis `{}`: {p}", self.config.connection)))?;
             if entries.is_empty() {
                 if self.reading_pending {
                     self.reading_pending = false;
@@ -111,7 +112,7 @@ impl Source for RedisSource {
             let Some(last) = fresh.last().map(|e| e.id) else { continue };
             self.in_flight = fresh.iter().map(|e| e.id.to_string()).collect();
             let mut packed = PackedMessages::with_capacity(fresh.len() * (PER_MESSAGE + 160));
-            for entry in fresh {
+            for entry in &fresh {
                 pack(&mut packed, &self.config.stream, entry, &self.config.payload_field);
             }
             return Ok(Some(Batch::from_packed(packed, Cursor { last: last.to_string() })));

@@ -80,12 +80,51 @@ impl HostConnection for RedisView<'_> {
         Ok(replies.pop().unwrap_or_default())
     }
 
+    async fn execute_packed(&mut self, this: Resource<Connection>, command: Vec<Vec<u8>>) -> Result<Vec<u8>, Error> {
+        let mut replies = self.send(&this, vec![command], false).await?;
+        let mut packed = Vec::new();
+        pack(replies.pop().unwrap_or(Ok(Value::Nil)), &mut packed);
+        self.bounded(&this, packed.len() as u64)?;
+        Ok(packed)
+    }
+
     async fn pipeline(
         &mut self,
         this: Resource<Connection>,
         commands: Vec<Vec<Vec<u8>>>,
         atomic: bool,
     ) -> Result<Vec<Vec<ReplyItem>>, Error> {
+        let answers = self.send(&this, commands, atomic).await?;
+        let mut size = 0u64;
+        let mut replies = Vec::with_capacity(answers.len());
+        for answer in answers {
+            let mut items = Vec::new();
+            match answer {
+                Ok(value) => flatten(value, &mut items, &mut size),
+                Err(refusal) => items.push(ReplyItem::ServerError(refusal)),
+            }
+            self.bounded(&this, size)?;
+            replies.push(items);
+        }
+        Ok(replies)
+    }
+
+    async fn drop(&mut self, this: Resource<Connection>) -> wasmtime::Result<()> {
+        self.table.delete(Resource::<RedisConnection>::new_own(this.rep()))?;
+        Ok(())
+    }
+}
+
+impl RedisView<'_> {
+    /// Send `commands` on `this` (with `atomic`, as one transaction) within what is
+    /// left of the call: one answer each, the reply or the server's refusal in its
+    /// words. A failure is logged, and the connection is not reused.
+    async fn send(
+        &mut self,
+        this: &Resource<Connection>,
+        commands: Vec<Vec<Vec<u8>>>,
+        atomic: bool,
+    ) -> Result<Vec<Answer>, Error> {
         if let Some(index) = commands.iter().position(Vec::is_empty) {
             let problem = format!("command {index} is empty: give its name first");
             self.log.host_warning(&format!("redis: {problem}"));
@@ -107,9 +146,7 @@ impl HostConnection for RedisView<'_> {
         }
         let count = commands.len();
         let budget = command_budget(self.remaining);
-        let max = self.state.max_result_bytes;
-        let connection = self.table.get_mut(&ours(&this)).map_err(|e| Error::Connection(e.to_string()))?;
-        let name = connection.name.clone();
+        let connection = self.table.get_mut(&ours(this)).map_err(|e| Error::Connection(e.to_string()))?;
         let outcome = tokio::time::timeout(budget, async {
             if connection.connection.is_none() {
                 connection.connection = Some(connect(&connection.served).await?);
@@ -124,25 +161,34 @@ impl HostConnection for RedisView<'_> {
                 "the {count} command(s) ran past the call's deadline ({budget:?} were left of limits.call_timeout)"
             ))),
             Ok(Err((error, connecting))) => match server_errors(&error, count) {
-                Some(replies) if !connecting => Ok(replies),
+                Some(refusals) if !connecting => Ok(refusals),
                 _ => Err(Error::Connection(describe(&error, connecting))),
             },
-            Ok(Ok(values)) => flatten_replies(values, atomic, count, max),
+            Ok(Ok(values)) if atomic => transaction_replies(values, count),
+            Ok(Ok(values)) => Ok(values.into_iter().map(Ok).collect()),
         };
         if let Err(error) = &result {
             // Broken or timed out (a late reply would be read as the next one's):
             // start afresh on the next use.
-            if !matches!(error, Error::TooLarge(_)) {
-                connection.connection = None;
-            }
-            self.log.host_warning(&format!("redis `{name}`: {}", describe_error(error)));
+            connection.connection = None;
+            self.log.host_warning(&format!("redis `{}`: {}", connection.name, describe_error(error)));
         }
         result
     }
 
-    async fn drop(&mut self, this: Resource<Connection>) -> wasmtime::Result<()> {
-        self.table.delete(Resource::<RedisConnection>::new_own(this.rep()))?;
-        Ok(())
+    /// Refuse a reply of `size` bytes on `this` if it is more than the connector may
+    /// take.
+    fn bounded(&self, this: &Resource<Connection>, size: u64) -> Result<(), Error> {
+        let max = self.state.max_result_bytes;
+        if size <= max {
+            return Ok(());
+        }
+        let error = Error::TooLarge(format!(
+            "the reply is more than {max} bytes, the most this connector may take (limits.max_result_bytes)"
+        ));
+        let name = self.table.get(&ours(this)).map_or("?", |c| c.name.as_str());
+        self.log.host_warning(&format!("redis `{name}`: {}", describe_error(&error)));
+        Err(error)
     }
 }
 
@@ -162,35 +208,18 @@ fn command_budget(remaining: Duration) -> Duration {
     remaining.saturating_sub(remaining / 10).max(Duration::from_millis(1))
 }
 
-/// The replies to `count` commands, flattened; a reply bigger than `max` bytes is
-/// refused.
-fn flatten_replies(values: Vec<Value>, atomic: bool, count: usize, max: u64) -> Result<Vec<Vec<ReplyItem>>, Error> {
-    let values = if atomic {
-        match values.into_iter().next() {
-            Some(Value::Array(items)) => items,
-            // EXEC refused (a command was refused before anything ran): each command's
-            // reply is that refusal.
-            Some(Value::ServerError(error)) => vec![Value::ServerError(error); count],
-            other => {
-                return Err(Error::Connection(format!("EXEC answered {other:?}, not the replies of the transaction")));
-            }
-        }
-    } else {
-        values
-    };
-    let mut size = 0u64;
-    let mut all = Vec::with_capacity(values.len());
-    for value in values {
-        let mut items = Vec::new();
-        flatten(value, &mut items, &mut size);
-        if size > max {
-            return Err(Error::TooLarge(format!(
-                "the reply is more than {max} bytes, the most this connector may take (limits.max_result_bytes)"
-            )));
-        }
-        all.push(items);
+/// A command's reply, or the server's refusal of it in its words.
+type Answer = Result<Value, String>;
+
+/// The replies of a transaction's commands: what `EXEC` answered.
+fn transaction_replies(values: Vec<Value>, count: usize) -> Result<Vec<Answer>, Error> {
+    match values.into_iter().next() {
+        Some(Value::Array(replies)) => Ok(replies.into_iter().map(Ok).collect()),
+        // EXEC refused (a command was refused before anything ran): each command's
+        // reply is that refusal.
+        Some(Value::ServerError(error)) => Ok(vec![Err(server_words(&error)); count]),
+        other => Err(Error::Connection(format!("EXEC answered {other:?}, not the replies of the transaction"))),
     }
-    Ok(all)
 }
 
 /// `value` as reply items, in pre-order, counting their bytes into `size`.
@@ -240,6 +269,55 @@ fn flatten(value: Value, items: &mut Vec<ReplyItem>, size: &mut u64) {
     }
 }
 
+/// `answer` packed as `execute-packed` returns it (see `wit/redis.wit`): the same
+/// items as [`flatten`]'s, each a tag byte and its bytes.
+fn pack(answer: Answer, out: &mut Vec<u8>) {
+    fn bytes(out: &mut Vec<u8>, tag: u8, data: &[u8]) {
+        out.push(tag);
+        out.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        out.extend_from_slice(data);
+    }
+    fn value(out: &mut Vec<u8>, v: Value) {
+        match v {
+            Value::Nil => out.push(0),
+            Value::SimpleString(text) => bytes(out, 1, text.as_bytes()),
+            Value::Okay => bytes(out, 1, b"OK"),
+            Value::Double(x) => bytes(out, 1, x.to_string().as_bytes()),
+            Value::BigNumber(digits) => bytes(out, 1, &digits),
+            Value::Int(n) => {
+                out.push(2);
+                out.extend_from_slice(&n.to_le_bytes());
+            }
+            Value::Boolean(b) => {
+                out.push(2);
+                out.extend_from_slice(&i64::from(b).to_le_bytes());
+            }
+            Value::BulkString(data) => bytes(out, 3, &data),
+            Value::VerbatimString { text, .. } => bytes(out, 3, text.as_bytes()),
+            Value::Array(elements) | Value::Set(elements) | Value::Push { data: elements, .. } => {
+                out.push(4);
+                out.extend_from_slice(&(elements.len() as u32).to_le_bytes());
+                elements.into_iter().for_each(|element| value(out, element));
+            }
+            Value::Map(pairs) => {
+                out.push(4);
+                out.extend_from_slice(&(2 * pairs.len() as u32).to_le_bytes());
+                for (key, item) in pairs {
+                    value(out, key);
+                    value(out, item);
+                }
+            }
+            Value::Attribute { data, .. } => value(out, *data),
+            Value::ServerError(error) => bytes(out, 5, server_words(&error).as_bytes()),
+            other => bytes(out, 5, format!("a reply ferry cannot pass on: {other:?}").as_bytes()),
+        }
+    }
+    match answer {
+        Ok(v) => value(out, v),
+        Err(refusal) => bytes(out, 5, refusal.as_bytes()),
+    }
+}
+
 /// A refusal in the server's own words (`WRONGTYPE Operation against a key ...`), as
 /// `redis-cli` shows it and as a guest matches on it.
 fn server_words(error: &ServerError) -> String {
@@ -251,7 +329,7 @@ fn server_words(error: &ServerError) -> String {
 
 /// A failure that is the server refusing the commands (not the connection failing):
 /// each command's reply is the refusal.
-fn server_errors(error: &RedisError, count: usize) -> Option<Vec<Vec<ReplyItem>>> {
+fn server_errors(error: &RedisError, count: usize) -> Option<Vec<Answer>> {
     if error.is_io_error() || error.is_connection_dropped() || error.is_connection_refusal() || error.is_timeout() {
         return None;
     }
@@ -261,7 +339,7 @@ fn server_errors(error: &RedisError, count: usize) -> Option<Vec<Vec<ReplyItem>>
                 (Some(code), Some(detail)) => format!("{code} {detail}"),
                 _ => error.to_string(),
             };
-            Some(vec![vec![ReplyItem::ServerError(words)]; count])
+            Some(vec![Err(words); count])
         }
         _ => None,
     }
@@ -289,30 +367,46 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_nested_reply_is_flattened_in_pre_order_and_its_size_bounded() {
+    fn a_nested_reply_is_flattened_and_packed_in_the_same_pre_order() {
         let entry = Value::Array(vec![
             Value::BulkString(b"1-1".to_vec()),
             Value::Array(vec![Value::BulkString(b"payload".to_vec()), Value::BulkString(b"{}".to_vec())]),
         ]);
-        let replies = flatten_replies(vec![Value::Array(vec![entry]), Value::Okay, Value::Nil], false, 3, 1000).unwrap();
+        let reply = Value::Array(vec![entry]);
+        let (mut items, mut size) = (Vec::new(), 0);
+        flatten(reply.clone(), &mut items, &mut size);
         assert_eq!(
-            replies,
+            items,
             [
-                vec![
-                    ReplyItem::Array(1),
-                    ReplyItem::Array(2),
-                    ReplyItem::Bulk(b"1-1".to_vec()),
-                    ReplyItem::Array(2),
-                    ReplyItem::Bulk(b"payload".to_vec()),
-                    ReplyItem::Bulk(b"{}".to_vec()),
-                ],
-                vec![ReplyItem::Status("OK".into())],
-                vec![ReplyItem::Nil],
+                ReplyItem::Array(1),
+                ReplyItem::Array(2),
+                ReplyItem::Bulk(b"1-1".to_vec()),
+                ReplyItem::Array(2),
+                ReplyItem::Bulk(b"payload".to_vec()),
+                ReplyItem::Bulk(b"{}".to_vec()),
             ]
         );
-        let big = Value::BulkString(vec![0; 100]);
-        assert!(matches!(flatten_replies(vec![big], false, 1, 50), Err(Error::TooLarge(p)) if p.contains("50 bytes")));
-        let atomic = flatten_replies(vec![Value::Array(vec![Value::Int(1), Value::Int(2)])], true, 2, 1000).unwrap();
-        assert_eq!(atomic, [vec![ReplyItem::Int(1)], vec![ReplyItem::Int(2)]]);
+        assert_eq!(size, 6 * 8 + 3 + 7 + 2);
+        let mut packed = Vec::new();
+        pack(Ok(reply), &mut packed);
+        let mut expected = vec![4, 1, 0, 0, 0, 4, 2, 0, 0, 0, 3, 3, 0, 0, 0];
+        expected.extend_from_slice(b"1-1");
+        expected.extend_from_slice(&[4, 2, 0, 0, 0, 3, 7, 0, 0, 0]);
+        expected.extend_from_slice(b"payload");
+        expected.extend_from_slice(&[3, 2, 0, 0, 0]);
+        expected.extend_from_slice(b"{}");
+        assert_eq!(packed, expected);
+        let (mut refused, mut int) = (Vec::new(), Vec::new());
+        pack(Err("WRONGTYPE no".into()), &mut refused);
+        assert_eq!(refused, [&[5, 12, 0, 0, 0][..], b"WRONGTYPE no"].concat());
+        pack(Ok(Value::Int(-2)), &mut int);
+        assert_eq!(int, [&[2][..], &(-2i64).to_le_bytes()].concat());
+    }
+
+    #[test]
+    fn a_transaction_refused_whole_is_each_commands_refusal() {
+        let replies = transaction_replies(vec![Value::Array(vec![Value::Int(1), Value::Okay])], 2).unwrap();
+        assert_eq!(replies, [Ok(Value::Int(1)), Ok(Value::Okay)]);
+        assert!(transaction_replies(vec![Value::Nil], 2).is_err(), "a WATCH abort is not a reply");
     }
 }
