@@ -148,6 +148,7 @@ pub mod http;
 mod json;
 pub mod log;
 mod message;
+pub mod nats;
 mod packed;
 pub mod redis;
 pub mod rows;

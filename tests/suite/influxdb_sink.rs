@@ -20,6 +20,7 @@ use nix::sys::signal::Signal;
 use serde_json::{Value, json};
 
 use crate::iggy_sinks::until;
+use crate::sinks::{drain_orders as drain, wait_written_orders as wait_written};
 use crate::process::{Ferry, Site};
 
 /// An `influxdb-sink` `key` reading topic `orders`, writing to database `db` of
@@ -31,23 +32,6 @@ fn sink(h: &Harness, server: &InfluxServer, key: &str, plugin_config: Value) -> 
     sink.dead_letters = Some(h.dead_letters("orders-dead"));
     sink.sandbox.grants.network = vec![server.address()];
     sink
-}
-
-/// Wait until `running`'s sink `key` stored its position at `end` of `orders`.
-async fn wait_written(running: &mut Running, key: &str, end: u64) {
-    running
-        .wait_for(&format!("{key} to write up to {end}"), |e| {
-            matches!(e, Event::Written { key: k, topic, end: e, .. } if **k == *key && topic == "orders" && *e == end)
-        })
-        .await;
-}
-
-/// Run `sink` until it stored its position past offset `end - 1` of `orders`.
-async fn drain(h: &Harness, sink: SinkConnector, end: u64) {
-    let key = sink.key.to_string();
-    let mut running = Running::start(h.host_with(Vec::new(), vec![sink]));
-    wait_written(&mut running, &key, end).await;
-    running.stop().await;
 }
 
 /// The server's answers are read on a blocking thread: the test's runtime goes on.

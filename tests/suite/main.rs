@@ -33,6 +33,7 @@ mod postgres_capability;
 mod postgres_end_to_end;
 mod postgres_numeric;
 mod postgres_server;
+mod nats_sink;
 mod postgres_sink;
 mod postgres_sink_columns;
 mod postgres_source;

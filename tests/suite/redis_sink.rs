@@ -21,6 +21,7 @@ use redis::aio::MultiplexedConnection;
 use serde_json::{Value, json};
 
 use crate::iggy_sinks::until;
+use crate::sinks::{drain_orders as drain, wait_written_orders as wait_written};
 use crate::process::{Ferry, Site};
 
 /// The server `server` as `[redis.NAME]` defines it, its password (if it has one)
@@ -40,23 +41,6 @@ fn sink(h: &Harness, server: &RedisServer, key: &str, plugin_config: Value) -> S
     let servers = BTreeMap::from([("cache".to_string(), section(server, "FERRY_TEST_REDIS_PASSWORD"))]);
     sink.sandbox.shared.redis = RedisServers::granted(&sink.sandbox.grants.redis, &servers).unwrap();
     sink
-}
-
-/// Wait until `running`'s sink `key` stored its position at `end` of `orders`.
-async fn wait_written(running: &mut Running, key: &str, end: u64) {
-    running
-        .wait_for(&format!("{key} to write up to {end}"), |e| {
-            matches!(e, Event::Written { key: k, topic, end: e, .. } if **k == *key && topic == "orders" && *e == end)
-        })
-        .await;
-}
-
-/// Run `sink` until it stored its position past offset `end - 1` of `orders`.
-async fn drain(h: &Harness, sink: SinkConnector, end: u64) {
-    let key = sink.key.to_string();
-    let mut running = Running::start(h.host_with(Vec::new(), vec![sink]));
-    wait_written(&mut running, &key, end).await;
-    running.stop().await;
 }
 
 /// Each entry of the stream `key`: its fields, by name.

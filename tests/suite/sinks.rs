@@ -98,3 +98,21 @@ fn committed_position(h: &Harness, key: &str, topic: &str) -> Option<u64> {
 fn written(key: &'static str, end: u64) -> impl FnMut(&Event) -> bool {
     move |e| matches!(e, Event::Written { key: k, end: e, .. } if &**k == key && *e == end)
 }
+
+/// Wait until `running`'s sink `key` stored its position at `end` of `orders`: the
+/// topic the connector sinks' tests read.
+pub(crate) async fn wait_written_orders(running: &mut ferry_tests::harness::Running, key: &str, end: u64) {
+    running
+        .wait_for(&format!("{key} to write up to {end}"), |e| {
+            matches!(e, Event::Written { key: k, topic, end: e, .. } if **k == *key && topic == "orders" && *e == end)
+        })
+        .await;
+}
+
+/// Run `sink` until it stored its position past offset `end - 1` of `orders`.
+pub(crate) async fn drain_orders(h: &Harness, sink: SinkConnector, end: u64) {
+    let key = sink.key.to_string();
+    let mut running = ferry_tests::harness::Running::start(h.host_with(Vec::new(), vec![sink]));
+    wait_written_orders(&mut running, &key, end).await;
+    running.stop().await;
+}

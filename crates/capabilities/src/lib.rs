@@ -21,7 +21,9 @@
 //! * [`postgres`]: the contract's PostgreSQL import, to the servers of
 //!   `[postgres.NAME]` named in `grants.postgres`, none otherwise;
 //! * [`redis`]: the contract's Redis import, to the servers of `[redis.NAME]` named
-//!   in `grants.redis`, none otherwise.
+//!   in `grants.redis`, none otherwise;
+//! * [`nats`]: the contract's NATS JetStream import, to the servers of `[nats.NAME]`
+//!   named in `grants.nats`, none otherwise.
 //!
 //! Every WASI interface is *linked* (a component built for wasm32-wasip1 imports
 //! filesystem and sockets whether it uses them or not), but an ungranted one has
@@ -56,6 +58,7 @@ registry::capabilities! {
         network: Network,
         postgres: Postgres,
         redis: Redis,
+        nats: Nats,
     }
 }
 

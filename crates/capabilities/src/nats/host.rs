@@ -1,0 +1,177 @@
+//! The `nats` interface of the contract, served to one instance through its
+//! [`NatsView`]: the servers its connector was granted, its table of handles, its log
+//! and the time left of the call.
+//!
+//! A publish sends every message before it awaits any acknowledgement (JetStream
+//! answers each on its own), all within what is left of the guest's call (less a
+//! margin, so that the guest can still answer); past it the call is `timed-out` and
+//! its connection is dropped. A message the server refuses is that message's answer;
+//! every failure of the connection is a value for the guest and a warning in the log
+//! under the connector's key.
+
+use std::time::Duration;
+
+use async_nats::jetstream::context::{PublishError, PublishErrorKind};
+use async_nats::jetstream::{self, Context};
+use async_nats::{ConnectOptions, HeaderMap};
+use ferry_contract::wit::nats::{self as contract, Connection, Error, Host, HostConnection, Outgoing, Published};
+use wasmtime::component::{HasData, Linker, Resource, ResourceTable};
+
+use super::servers::Served;
+use super::{Credentials, NatsState};
+use crate::GuestData;
+use crate::handles::hold;
+use crate::logging::GuestLog;
+
+/// A guest's open connection: connected when first used, and again after it broke or
+/// timed out. Kept in the instance's table; the guest holds a handle to it.
+struct NatsConnection {
+    name: String,
+    served: Served,
+    jetstream: Option<Context>,
+}
+
+/// What a NATS call sees of the store.
+pub struct NatsView<'a> {
+    state: &'a mut NatsState,
+    table: &'a mut ResourceTable,
+    log: &'a GuestLog,
+    /// What is left of the guest's call.
+    remaining: Duration,
+}
+
+struct NatsHost;
+
+impl HasData for NatsHost {
+    type Data<'a> = NatsView<'a>;
+}
+
+pub(super) fn link<T: GuestData>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
+    contract::add_to_linker::<T, NatsHost>(linker, |data| {
+        let guest = data.guest();
+        let states = guest.states;
+        NatsView { state: &mut states.nats, table: guest.table, log: &states.logging, remaining: guest.remaining }
+    })
+}
+
+/// The connection behind a guest's handle (the contract's `Connection` is bindgen's
+/// placeholder; the table holds a `NatsConnection` under the handle's number).
+fn ours(handle: &Resource<Connection>) -> Resource<NatsConnection> {
+    Resource::new_borrow(handle.rep())
+}
+
+impl Host for NatsView<'_> {}
+
+impl HostConnection for NatsView<'_> {
+    async fn open(&mut self, name: String) -> Result<Resource<Connection>, Error> {
+        let Some(served) = self.state.servers.get(&name) else {
+            let problem = format!("the server `{name}` is not in this connector's grants.nats");
+            self.log.host_warning(&format!("nats: {problem}"));
+            return Err(Error::NotGranted(problem));
+        };
+        let connection = NatsConnection { name, served: served.clone(), jetstream: None };
+        hold(self.table, connection).map_err(|problem| {
+            self.log.host_warning(&format!("nats: {problem}"));
+            Error::Connection(problem)
+        })
+    }
+
+    async fn publish(
+        &mut self,
+        this: Resource<Connection>,
+        messages: Vec<Outgoing>,
+    ) -> Result<Vec<Result<Published, String>>, Error> {
+        let budget = call_budget(self.remaining);
+        let connection = self.table.get_mut(&ours(&this)).map_err(|e| Error::Connection(e.to_string()))?;
+        let count = messages.len();
+        let outcome = tokio::time::timeout(budget, async {
+            if connection.jetstream.is_none() {
+                connection.jetstream = Some(connect(&connection.served).await?);
+            }
+            let jetstream = connection.jetstream.as_ref().expect("connected just now");
+            // Every message out first; then each acknowledgement.
+            let mut pending = Vec::with_capacity(messages.len());
+            for Outgoing { subject, headers, payload } in messages {
+                let mut map = HeaderMap::new();
+                for (name, value) in &headers {
+                    map.insert(name.as_str(), value.as_str());
+                }
+                pending.push(match jetstream.publish_with_headers(subject, map, payload.into()).await {
+                    Ok(acknowledgement) => Ok(acknowledgement),
+                    Err(error) => Err(refusal(error)?),
+                });
+            }
+            let mut answers = Vec::with_capacity(pending.len());
+            for sent in pending {
+                answers.push(match sent {
+                    Ok(acknowledgement) => match acknowledgement.await {
+                        Ok(ack) => Ok(Published { stream: ack.stream, sequence: ack.sequence, duplicate: ack.duplicate }),
+                        Err(error) => Err(refusal(error)?),
+                    },
+                    Err(refused) => Err(refused),
+                });
+            }
+            Ok(answers)
+        })
+        .await;
+        let result = match outcome {
+            Ok(result) => result,
+            Err(_) => Err(Error::TimedOut(format!(
+                "publishing {count} message(s) ran past the call's deadline ({budget:?} were left of \
+                 limits.call_timeout)"
+            ))),
+        };
+        if let Err(error) = &result {
+            // Start afresh on the next use: what was sent may still be acknowledged late.
+            connection.jetstream = None;
+            self.log.host_warning(&format!("nats `{}`: {}", connection.name, describe(error)));
+        }
+        result
+    }
+
+    async fn drop(&mut self, this: Resource<Connection>) -> wasmtime::Result<()> {
+        self.table.delete(Resource::<NatsConnection>::new_own(this.rep()))?;
+        Ok(())
+    }
+}
+
+/// A failed publish: the message's own refusal (`Ok`: no stream takes its subject, it
+/// is too big, the stream refused it), or the connection's failure (`Err`: it broke,
+/// or an acknowledgement did not come), which fails the whole call.
+fn refusal(error: PublishError) -> Result<String, Error> {
+    match error.kind() {
+        PublishErrorKind::TimedOut | PublishErrorKind::BrokenPipe | PublishErrorKind::MaxAckPending => {
+            Err(Error::Connection(format!("publishing failed: {error}")))
+        }
+        _ => Ok(error.to_string()),
+    }
+}
+
+/// A JetStream context on a new connection to `served`, within its `connect_timeout`.
+async fn connect(served: &Served) -> Result<Context, Error> {
+    let mut options = ConnectOptions::new().connection_timeout(served.connect_timeout).name("ferry");
+    options = match &served.credentials {
+        Credentials::None => options,
+        Credentials::UserAndPassword(user, password) => options.user_and_password(user.clone(), password.clone()),
+        Credentials::Token(token) => options.token(token.clone()),
+    };
+    let client = options
+        .connect(served.address.as_str())
+        .await
+        .map_err(|e| Error::Connection(format!("cannot connect to {}: {e}", served.address)))?;
+    Ok(jetstream::new(client))
+}
+
+/// How long a call may take: what is left of the guest's call, less a margin for the
+/// guest to answer.
+fn call_budget(remaining: Duration) -> Duration {
+    remaining.saturating_sub(remaining / 10).max(Duration::from_millis(1))
+}
+
+fn describe(error: &Error) -> String {
+    match error {
+        Error::NotGranted(p) => format!("not granted: {p}"),
+        Error::Connection(p) => p.clone(),
+        Error::TimedOut(p) => format!("timed out: {p}"),
+    }
+}
