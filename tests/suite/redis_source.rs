@@ -85,6 +85,9 @@ plugin_config = {{ connection = "cache", stream = "events", batch_size = 7 }}
         run.kill_9_at_a_random_moment(&mut rng, &["key=events", "running"]);
     }
     let mut run = Ferry::start(&config, &[]);
+    // Running (its signals caught) before it is told to stop, even if the runs before
+    // delivered everything.
+    run.wait_for_line(&["key=events", "running"]);
     until("every entry in the log", || delivered().len() as u64 >= COUNT);
     run.signal(Signal::SIGTERM);
     assert!(run.wait().success(), "{}", run.log());
