@@ -64,12 +64,18 @@ impl ChServer {
 
     /// Run `sql` as [`USER`]; the answer's text, or the server's error.
     pub fn try_query(&self, sql: &str) -> Result<String, String> {
+        self.try_query_within(sql, PATIENCE)
+    }
+
+    /// [`ChServer::try_query`] that gives up after `timeout`: for a test polling until
+    /// rows arrive, so that one slow answer does not use up the test's whole patience.
+    pub fn try_query_within(&self, sql: &str, timeout: Duration) -> Result<String, String> {
         let client = reqwest::blocking::Client::new();
         let answer = client
             .post(format!("http://{}/", self.address()))
             .header("X-ClickHouse-User", USER)
             .header("X-ClickHouse-Key", PASSWORD)
-            .timeout(PATIENCE)
+            .timeout(timeout)
             .body(sql.to_string())
             .send()
             .map_err(|e| e.to_string())?;
