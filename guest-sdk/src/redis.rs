@@ -185,7 +185,10 @@ mod tests {
         let tree = Reply::from_items(items).unwrap();
         assert_eq!(
             tree,
-            Reply::Array(vec![Reply::Bulk(b"1-1".to_vec()), Reply::Array(vec![Reply::Bulk(b"k".to_vec()), Reply::Int(7)])])
+            Reply::Array(vec![
+                Reply::Bulk(b"1-1".to_vec()),
+                Reply::Array(vec![Reply::Bulk(b"k".to_vec()), Reply::Int(7)])
+            ])
         );
         assert_eq!(tree.as_array().unwrap()[0].as_bytes(), Some(&b"1-1"[..]));
         assert!(Reply::from_items(vec![ReplyItem::Array(2), ReplyItem::Nil]).is_err());

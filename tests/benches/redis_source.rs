@@ -57,7 +57,11 @@ fn main() {
     let runtime = Arc::new(Runtime::new().expect("runtime"));
     let component = runtime.load_source(Path::new(REDIS_SOURCE)).expect("the source loads");
     let dir = tempfile::tempdir().unwrap();
-    println!("the server: redis-server on port {}; each side {} times per shape, taking turns", server.port(), bench::rounds());
+    println!(
+        "the server: redis-server on port {}; each side {} times per shape, taking turns",
+        server.port(),
+        bench::rounds()
+    );
     println!(
         "{:>5} {:>8} {:>12} {:>12} {:>9} {:>9}  ratio ferry/native (of the medians; lowest-highest of the pairs)",
         "batch", "entries", "ferry msg/s", "native msg/s", "ferry µs", "native µs"
@@ -234,7 +238,8 @@ async fn native_source(
         };
         let receipt = log.deliver(delivery).await.expect("appending to the log");
         generation = cursor.commit(state, receipt).await.expect("committing the cursor").generation;
-        let _: u64 = redis::cmd("XACK").arg(&key).arg(&group).arg(&ids).query_async(&mut connection).await.expect("XACK");
+        let _: u64 =
+            redis::cmd("XACK").arg(&key).arg(&group).arg(&ids).query_async(&mut connection).await.expect("XACK");
         start.get_or_insert_with(Instant::now);
     }
     start.expect("at least one batch").elapsed()

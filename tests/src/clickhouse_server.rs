@@ -197,4 +197,3 @@ fn chown_all(path: &std::path::Path, uid: u32, gid: u32) {
         }
     }
 }
-

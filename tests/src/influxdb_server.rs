@@ -317,5 +317,3 @@ fn encode(text: &str) -> String {
 fn binary() -> PathBuf {
     on_path("influxd", "scripts/setup-influxdb (Debian's influxdb)")
 }
-
-

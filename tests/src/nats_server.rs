@@ -147,7 +147,8 @@ impl NatsServer {
         if self.password {
             options = options.user_and_password(USER.into(), PASSWORD.into());
         }
-        let client = options.connect(format!("127.0.0.1:{}", self.port)).await.expect("the test connects to its server");
+        let client =
+            options.connect(format!("127.0.0.1:{}", self.port)).await.expect("the test connects to its server");
         jetstream::new(client)
     }
 

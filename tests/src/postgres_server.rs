@@ -423,8 +423,6 @@ fn binaries() -> PathBuf {
     }
 }
 
-
-
 /// The live processes whose working directory is `dir`: a postmaster's backends.
 /// Zombies have none, so they are not counted.
 fn processes_in(dir: &Path) -> Vec<libc::pid_t> {

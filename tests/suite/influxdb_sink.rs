@@ -20,8 +20,8 @@ use nix::sys::signal::Signal;
 use serde_json::{Value, json};
 
 use crate::iggy_sinks::until;
-use crate::sinks::{drain_orders as drain, wait_written_orders as wait_written};
 use crate::process::{Ferry, Site};
+use crate::sinks::{drain_orders as drain, wait_written_orders as wait_written};
 
 /// An `influxdb-sink` `key` reading topic `orders`, writing to database `db` of
 /// `server` with `plugin_config` added, its dead letters into topic `orders-dead`.

@@ -21,8 +21,8 @@ use nix::sys::signal::Signal;
 use serde_json::{Value, json};
 
 use crate::iggy_sinks::until;
-use crate::sinks::{drain_orders as drain, wait_written_orders as wait_written};
 use crate::process::{Ferry, Site};
+use crate::sinks::{drain_orders as drain, wait_written_orders as wait_written};
 
 /// A `nats-sink` `key` reading topic `orders`, granted `server` as `events`, with
 /// `plugin_config` added; its dead letters into topic `orders-dead`. Its password, if
@@ -84,9 +84,7 @@ async fn a_subject_no_stream_takes_is_waited_on_until_the_stream_is_made() {
     let h = Harness::new();
     h.append("orders", seq_messages(0..10)).await;
     let mut running = Running::start(h.host_with(Vec::new(), vec![sink(&h, &server, "waiting", json!({}))]));
-    let event = running
-        .wait_for("the retry", |e| matches!(e, Event::Retried { key, .. } if &**key == "waiting"))
-        .await;
+    let event = running.wait_for("the retry", |e| matches!(e, Event::Retried { key, .. } if &**key == "waiting")).await;
     assert!(format!("{event:?}").contains("no JetStream stream takes the subject \\\"test.orders\\\""), "{event:?}");
     server.create_stream("ORDERS", &["test.*"]).await;
     wait_written(&mut running, "waiting", 10).await;
@@ -103,9 +101,8 @@ async fn a_server_not_granted_is_refused_before_any_connection() {
     let before = tokio::task::block_in_place(|| server.connections_taken());
     let refused = sink(&h, &server, "ungranted", json!({ "connection": "elsewhere" }));
     let mut running = Running::start(h.host_with(Vec::new(), vec![refused]));
-    let event = running
-        .wait_for("the open to fail", |e| matches!(e, Event::Failed { key, .. } if &**key == "ungranted"))
-        .await;
+    let event =
+        running.wait_for("the open to fail", |e| matches!(e, Event::Failed { key, .. } if &**key == "ungranted")).await;
     running.stop().await;
     assert!(format!("{event:?}").contains("not in this connector's grants.nats"), "{event:?}");
     assert_eq!(tokio::task::block_in_place(|| server.connections_taken()), before, "ferry never connected");
@@ -122,9 +119,8 @@ async fn a_wrong_password_is_said_and_nothing_is_published_until_it_is_right() {
     let wrong = sink(&h, &server, "locked-out", json!({}));
     unsafe { std::env::set_var("FERRY_TEST_NATS_PASSWORD", PASSWORD) };
     let mut running = Running::start(h.host_with(Vec::new(), vec![wrong]));
-    let event = running
-        .wait_for("the refusal", |e| matches!(e, Event::Retried { key, .. } if &**key == "locked-out"))
-        .await;
+    let event =
+        running.wait_for("the refusal", |e| matches!(e, Event::Retried { key, .. } if &**key == "locked-out")).await;
     running.stop().await;
     assert!(format!("{event:?}").to_lowercase().contains("authorization"), "{event:?}");
     assert!(seqs(&server, "ORDERS").await.is_empty(), "nothing published");
@@ -146,7 +142,9 @@ async fn the_server_killed_mid_flow_is_waited_for_and_every_message_is_stored_on
     let mut running = Running::start(h.host_with(Vec::new(), vec![flowing]));
     wait_written(&mut running, "steady", 50).await;
     tokio::task::block_in_place(|| server.kill_9());
-    running.wait_for("a retry while it is down", |e| matches!(e, Event::Retried { key, .. } if &**key == "steady")).await;
+    running
+        .wait_for("a retry while it is down", |e| matches!(e, Event::Retried { key, .. } if &**key == "steady"))
+        .await;
     tokio::task::block_in_place(|| server.restart());
     wait_written(&mut running, "steady", COUNT).await;
     running.stop().await;

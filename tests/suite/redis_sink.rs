@@ -21,8 +21,8 @@ use redis::aio::MultiplexedConnection;
 use serde_json::{Value, json};
 
 use crate::iggy_sinks::until;
-use crate::sinks::{drain_orders as drain, wait_written_orders as wait_written};
 use crate::process::{Ferry, Site};
+use crate::sinks::{drain_orders as drain, wait_written_orders as wait_written};
 
 /// The server `server` as `[redis.NAME]` defines it, its password (if it has one)
 /// read from the environment variable `password_env`.
@@ -51,7 +51,9 @@ pub(crate) async fn entries(connection: &mut MultiplexedConnection, key: &str) -
         .map(|(_, fields)| {
             fields
                 .chunks(2)
-                .map(|pair| (String::from_utf8_lossy(&pair[0]).into_owned(), String::from_utf8_lossy(&pair[1]).into_owned()))
+                .map(|pair| {
+                    (String::from_utf8_lossy(&pair[0]).into_owned(), String::from_utf8_lossy(&pair[1]).into_owned())
+                })
                 .collect()
         })
         .collect()
@@ -132,8 +134,12 @@ async fn keys_and_hashes_are_set_to_the_message_with_their_ttl() {
     assert_eq!(serde_json::from_str::<Value>(&value).unwrap()["age"], 33);
     let ttl: i64 = redis::cmd("PTTL").arg("user:u3").query_async(&mut client).await.unwrap();
     assert!(ttl > 3_500_000 && ttl <= 3_600_000, "about an hour: {ttl} ms");
-    let hash: BTreeMap<String, String> = redis::cmd("HGETALL").arg("profile:u4").query_async(&mut client).await.unwrap();
-    assert_eq!(hash, BTreeMap::from([("age".into(), "34".into()), ("name".into(), "ada".into()), ("user".into(), "u4".into())]));
+    let hash: BTreeMap<String, String> =
+        redis::cmd("HGETALL").arg("profile:u4").query_async(&mut client).await.unwrap();
+    assert_eq!(
+        hash,
+        BTreeMap::from([("age".into(), "34".into()), ("name".into(), "ada".into()), ("user".into(), "u4".into())])
+    );
     let no_ttl: i64 = redis::cmd("PTTL").arg("profile:u4").query_async(&mut client).await.unwrap();
     assert_eq!(no_ttl, -1, "no ttl configured, none set");
 }
@@ -155,7 +161,10 @@ async fn a_server_not_granted_is_refused_before_any_connection() {
     let refused = sink(&h, &server, "ungranted", json!({ "connection": "elsewhere" }));
     let mut running = Running::start(h.host_with(Vec::new(), vec![refused]));
     let event = running
-        .wait_for("the open to fail", |e| matches!(e, Event::Failed { key, .. } | Event::GuestError { key, .. } if &**key == "ungranted"))
+        .wait_for(
+            "the open to fail",
+            |e| matches!(e, Event::Failed { key, .. } | Event::GuestError { key, .. } if &**key == "ungranted"),
+        )
         .await;
     running.stop().await;
     assert!(format!("{event:?}").contains("not in this connector's grants.redis"), "{event:?}");
@@ -176,9 +185,8 @@ async fn refused_credentials_are_said_and_nothing_is_written_until_they_are_righ
     let wrong = sink(&h, &server, "locked-out", json!({ "key": "locked" }));
     unsafe { std::env::set_var("FERRY_TEST_REDIS_PASSWORD", PASSWORD) };
     let mut running = Running::start(h.host_with(Vec::new(), vec![wrong]));
-    let event = running
-        .wait_for("the refusal", |e| matches!(e, Event::Retried { key, .. } if &**key == "locked-out"))
-        .await;
+    let event =
+        running.wait_for("the refusal", |e| matches!(e, Event::Retried { key, .. } if &**key == "locked-out")).await;
     running.stop().await;
     let said = format!("{event:?}");
     assert!(said.contains("credentials") || said.contains("WRONGPASS"), "{said}");
@@ -201,7 +209,9 @@ async fn the_server_killed_mid_flow_is_waited_for_and_every_message_is_one_entry
     let mut running = Running::start(h.host_with(Vec::new(), vec![flowing]));
     wait_written(&mut running, "steady", 50).await;
     tokio::task::block_in_place(|| server.kill_9());
-    running.wait_for("a retry while it is down", |e| matches!(e, Event::Retried { key, .. } if &**key == "steady")).await;
+    running
+        .wait_for("a retry while it is down", |e| matches!(e, Event::Retried { key, .. } if &**key == "steady"))
+        .await;
     tokio::task::block_in_place(|| server.restart());
     wait_written(&mut running, "steady", COUNT).await;
     running.stop().await;
@@ -252,7 +262,8 @@ plugin_config = {{ connection = "cache", key = "feed" }}
     );
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let mut client = runtime.block_on(server.client());
-    let mut count = || runtime.block_on(async { redis::cmd("XLEN").arg("feed").query_async::<u64>(&mut client).await.unwrap() });
+    let mut count =
+        || runtime.block_on(async { redis::cmd("XLEN").arg("feed").query_async::<u64>(&mut client).await.unwrap() });
     let mut run = Ferry::start(&config, &[]);
     run.wait_for_line(&["key=cache", "running"]);
     until("a hundred entries", || count() >= 100);

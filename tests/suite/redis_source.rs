@@ -104,15 +104,20 @@ async fn the_server_killed_mid_flow_is_waited_for_and_every_entry_arrives_once()
     let mut client = server.client().await;
     add(&mut client, "orders", 0..200).await;
     let h = Harness::new();
-    let mut source = h.source("orders", REDIS_SOURCE, json!({ "connection": "cache", "stream": "orders", "batch_size": 10 }));
+    let mut source =
+        h.source("orders", REDIS_SOURCE, json!({ "connection": "cache", "stream": "orders", "batch_size": 10 }));
     source.sandbox.grants.redis = vec!["cache".into()];
     let servers = BTreeMap::from([("cache".to_string(), section(&server, "UNUSED"))]);
-    source.sandbox.shared.redis = ferry::capabilities::redis::RedisServers::granted(&source.sandbox.grants.redis, &servers).unwrap();
+    source.sandbox.shared.redis =
+        ferry::capabilities::redis::RedisServers::granted(&source.sandbox.grants.redis, &servers).unwrap();
     let mut running = h.start(vec![source]);
     running.wait_for("a batch", |e| matches!(e, Event::Acked { key, .. } if &**key == "orders")).await;
     tokio::task::block_in_place(|| server.kill_9());
     running
-        .wait_for("a failed poll while it is down", |e| matches!(e, Event::GuestError { key, .. } | Event::Trapped { key, .. } if &**key == "orders"))
+        .wait_for(
+            "a failed poll while it is down",
+            |e| matches!(e, Event::GuestError { key, .. } | Event::Trapped { key, .. } if &**key == "orders"),
+        )
         .await;
     tokio::task::block_in_place(|| server.restart());
     let mut client = server.client().await;
@@ -135,13 +140,20 @@ async fn a_stream_key_of_another_type_is_refused_at_open_naming_it() {
     let mut source = h.source("orders", REDIS_SOURCE, json!({ "connection": "cache", "stream": "orders" }));
     source.sandbox.grants.redis = vec!["cache".into()];
     let servers = BTreeMap::from([("cache".to_string(), section(&server, "UNUSED"))]);
-    source.sandbox.shared.redis = ferry::capabilities::redis::RedisServers::granted(&source.sandbox.grants.redis, &servers).unwrap();
+    source.sandbox.shared.redis =
+        ferry::capabilities::redis::RedisServers::granted(&source.sandbox.grants.redis, &servers).unwrap();
     let mut running = h.start(vec![source]);
     let event = running
-        .wait_for("the open to fail", |e| matches!(e, Event::GuestError { key, .. } | Event::Failed { key, .. } if &**key == "orders"))
+        .wait_for(
+            "the open to fail",
+            |e| matches!(e, Event::GuestError { key, .. } | Event::Failed { key, .. } if &**key == "orders"),
+        )
         .await;
     running.stop().await;
     let said = format!("{event:?}");
-    assert!(said.contains("cannot make the group \\\"ferry\\\" of the stream \\\"orders\\\"") && said.contains("WRONGTYPE"), "{said}");
+    assert!(
+        said.contains("cannot make the group \\\"ferry\\\" of the stream \\\"orders\\\"") && said.contains("WRONGTYPE"),
+        "{said}"
+    );
     assert!(h.records("orders").is_empty());
 }

@@ -163,7 +163,12 @@ mod tests {
         assert!(!config.create_table && config.verbose);
         assert_eq!(
             config.iggy,
-            Some(iggy::Columns { metadata: true, checksum: true, origin_timestamp: true, payload: PayloadFormat::Bytea })
+            Some(iggy::Columns {
+                metadata: true,
+                checksum: true,
+                origin_timestamp: true,
+                payload: PayloadFormat::Bytea
+            })
         );
         let chosen = parse(
             r#"{"connection": "c", "target_table": "t", "include_checksum": false, "auto_create_table": true,
@@ -197,23 +202,11 @@ mod tests {
             (r#"{"connection": "app", "table": "t", "upsert": true}"#, "plugin_config.upsert"),
             (r#"{"connection": "app", "table": "t", "columns": {"c": "@id"}, "upsert": 1}"#, "invalid type"),
             (r#"{"connection": "app", "target_table": "t", "include_checksum": 1}"#, "invalid type"),
-            (
-                r#"{"connection": "app", "target_table": "t", "max_retries": 3}"#,
-                "max_retries",
-            ),
-            (
-                r#"{"connection": "app", "target_table": "t", "retry_delay": "1s"}"#,
-                "retry_delay",
-            ),
-            (
-                r#"{"connection": "app", "target_table": "t", "payload_format": "xml"}"#,
-                "payload_format",
-            ),
+            (r#"{"connection": "app", "target_table": "t", "max_retries": 3}"#, "max_retries"),
+            (r#"{"connection": "app", "target_table": "t", "retry_delay": "1s"}"#, "retry_delay"),
+            (r#"{"connection": "app", "target_table": "t", "payload_format": "xml"}"#, "payload_format"),
             (r#"{"connection": "app", "target_table": "t", "batch_size": 0}"#, "batch_size"),
-            (
-                r#"{"connection": "app", "target_table": "t", "table": "t"}"#,
-                "unknown field `table`",
-            ),
+            (r#"{"connection": "app", "target_table": "t", "table": "t"}"#, "unknown field `table`"),
             (r#"{"connection": "", "target_table": "t"}"#, "plugin_config.connection"),
         ];
         for (json, needle) in cases {

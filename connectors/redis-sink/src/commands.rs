@@ -136,7 +136,10 @@ mod tests {
             ["SET", "user:ada", "{\"name\":\"ada\",\"age\":36}", "PX", "5000"]
         );
         let hash = config(Mode::Hash { ttl_ms: None }, "user:{id}");
-        assert_eq!(words(&for_message(&hash, &b, &b.messages[0]).unwrap()), ["HSET", "user:99", "name", "ada", "age", "36"]);
+        assert_eq!(
+            words(&for_message(&hash, &b, &b.messages[0]).unwrap()),
+            ["HSET", "user:99", "name", "ada", "age", "36"]
+        );
         let not_json = batch("hello");
         assert!(for_message(&hash, &not_json, &not_json.messages[0]).unwrap_err().contains("not JSON"));
         let list = batch("[1]");

@@ -89,10 +89,13 @@ impl Config {
                 if mode_name == "set" { Mode::Set { ttl_ms } } else { Mode::Hash { ttl_ms } }
             }
             other => {
-                return Err(Error::msg(format!("plugin_config.mode {other:?} is none of \"stream\", \"set\", \"hash\"")));
+                return Err(Error::msg(format!(
+                    "plugin_config.mode {other:?} is none of \"stream\", \"set\", \"hash\""
+                )));
             }
         };
-        let default_key = if matches!(mode, Mode::Stream { .. }) { "{stream}:{topic}" } else { "{stream}:{topic}:{id}" };
+        let default_key =
+            if matches!(mode, Mode::Stream { .. }) { "{stream}:{topic}" } else { "{stream}:{topic}:{id}" };
         let key = Template::parse(raw.key.as_deref().unwrap_or(default_key))
             .map_err(|p| Error::msg(format!("plugin_config.key: {p}")))?;
         Ok(Config { connection: raw.connection, key, mode })

@@ -62,7 +62,12 @@ impl Template {
 
     /// The key of `message` of `batch`; `payload` is its payload parsed, when the
     /// template reads it. An error says why the message has no key.
-    pub fn render(&self, batch: &SinkBatch, message: &StoredMessage, payload: Option<&Value>) -> Result<String, String> {
+    pub fn render(
+        &self,
+        batch: &SinkBatch,
+        message: &StoredMessage,
+        payload: Option<&Value>,
+    ) -> Result<String, String> {
         let mut key = String::new();
         for part in &self.0 {
             match part {
@@ -75,7 +80,9 @@ impl Template {
                 Part::Field(field) => match payload.and_then(|p| p.get(field)) {
                     Some(Value::String(text)) => key.push_str(text),
                     Some(value @ (Value::Number(_) | Value::Bool(_))) => key.push_str(&value.to_string()),
-                    Some(other) => return Err(format!("its payload field {field:?} is {other}, not a string or number")),
+                    Some(other) => {
+                        return Err(format!("its payload field {field:?} is {other}, not a string or number"));
+                    }
                     None => return Err(format!("its payload has no field {field:?} for the key")),
                 },
             }

@@ -10,8 +10,8 @@ use std::fmt;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use ferry_guest::{Fields, HeaderValue, PackedMessages};
 use ferry_guest::redis::{Item, Items};
+use ferry_guest::{Fields, HeaderValue, PackedMessages};
 use serde_json::{Map, Value};
 
 /// An entry's id: milliseconds and a sequence number.
@@ -24,7 +24,8 @@ pub struct EntryId {
 impl EntryId {
     pub fn parse(text: &str) -> Result<EntryId, String> {
         let (ms, seq) = text.split_once('-').ok_or_else(|| format!("{text:?} is not a stream entry id (ms-seq)"))?;
-        let number = |part: &str| part.parse::<u64>().map_err(|_| format!("{text:?} is not a stream entry id (ms-seq)"));
+        let number =
+            |part: &str| part.parse::<u64>().map_err(|_| format!("{text:?} is not a stream entry id (ms-seq)"));
         Ok(EntryId { ms: number(ms)?, seq: number(seq)? })
     }
 
@@ -51,7 +52,8 @@ pub struct Entry<'a> {
 /// The entries of the one stream in a packed `XREADGROUP` reply (nil: none).
 pub fn from_reply(data: &[u8]) -> Result<Vec<Entry<'_>>, String> {
     let mut items = Items::new(data);
-    let wrong = |what: String| format!("an XREADGROUP reply that is not [[stream, [[id, [field, value, ...]], ...]]]: {what}");
+    let wrong =
+        |what: String| format!("an XREADGROUP reply that is not [[stream, [[id, [field, value, ...]], ...]]]: {what}");
     let mut next = || items.next_item().map_err(|e| wrong(e.to_string()));
     // One stream was read: its key and its entries.
     match next()? {
@@ -105,11 +107,8 @@ pub fn pack(packed: &mut PackedMessages, stream: &str, entry: &Entry<'_>, payloa
         ("redis_stream".to_string(), HeaderValue::String(stream.to_string())),
         ("redis_id".to_string(), HeaderValue::String(id.to_string())),
     ];
-    let fields = Fields {
-        id: Some(id.message_id()),
-        origin_timestamp: Some(id.ms.saturating_mul(1000)),
-        headers: &headers,
-    };
+    let fields =
+        Fields { id: Some(id.message_id()), origin_timestamp: Some(id.ms.saturating_mul(1000)), headers: &headers };
     let values = entry.fields.as_deref().unwrap_or_default();
     match values.iter().find(|(field, _)| *field == payload_field.as_bytes()) {
         Some((_, value)) => packed.push_with(fields, |payload| payload.extend_from_slice(value)),

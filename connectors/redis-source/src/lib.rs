@@ -77,7 +77,8 @@ impl Source for RedisSource {
             self.acknowledge(self.unacked.clone())?;
             self.unacked.clear();
         }
-        let delivered = if cursor.last.is_empty() { None } else { Some(EntryId::parse(&cursor.last).map_err(Error::msg)?) };
+        let delivered =
+            if cursor.last.is_empty() { None } else { Some(EntryId::parse(&cursor.last).map_err(Error::msg)?) };
         loop {
             let from = if self.reading_pending { "0" } else { ">" };
             let count = self.config.batch_size.to_string();
@@ -94,7 +95,8 @@ impl Source for RedisSource {
             ]);
             let reply = execute_packed(&self.connection, read)
                 .map_err(|e| e.context(format!("redis `{}`", self.config.connection)))?;
-            let entries = from_reply(&reply).map_err(|p| Error::msg(format!("redis `{}`: {p}", self.config.connection)))?;
+            let entries =
+                from_reply(&reply).map_err(|p| Error::msg(format!("redis `{}`: {p}", self.config.connection)))?;
             if entries.is_empty() {
                 if self.reading_pending {
                     self.reading_pending = false;

@@ -7,7 +7,10 @@ use wasmtime::component::{Resource, ResourceTable, ResourceTableError};
 
 /// Put `connection` into `table` and hand out a handle to it, as the resource type
 /// `R` the contract names; the error (a full table, most likely) is in words.
-pub(crate) fn hold<T: Send + 'static, R: 'static>(table: &mut ResourceTable, connection: T) -> Result<Resource<R>, String> {
+pub(crate) fn hold<T: Send + 'static, R: 'static>(
+    table: &mut ResourceTable,
+    connection: T,
+) -> Result<Resource<R>, String> {
     match table.push(connection) {
         Ok(pushed) => Ok(Resource::new_own(pushed.rep())),
         Err(ResourceTableError::Full) => Err(format!(

@@ -37,8 +37,8 @@ pub mod secrets;
 pub mod settings;
 pub mod wit;
 
-pub use checksums::StoredChecksums;
 pub use check::{ComponentWorld, Contract, ContractError, Kind, Role, check, kind_of, show};
+pub use checksums::StoredChecksums;
 pub use durability::Durability;
 pub use message::{Message, header_size};
 pub use wit::types::{Batch, BatchResult, Header, HeaderValue, Int128, Nack, NackReason, Uint128};

@@ -3,20 +3,26 @@
 //! and the time left of the call.
 //!
 //! A publish sends every message before it awaits any acknowledgement (JetStream
-//! answers each on its own), all within what is left of the guest's call (less a
+//! answers each on its own); a read goes through a durable pull consumer
+//! (`consumers.rs`). Every call runs within what is left of the guest's call (less a
 //! margin, so that the guest can still answer); past it the call is `timed-out` and
-//! its connection is dropped. A message the server refuses is that message's answer;
-//! every failure of the connection is a value for the guest and a warning in the log
-//! under the connector's key.
+//! its connection is dropped. What the server refuses (a message, a request) is a
+//! value of the call; every failure of the connection is a value for the guest and a
+//! warning in the log under the connector's key.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
+use async_nats::jetstream::consumer::PullConsumer;
 use async_nats::jetstream::context::{PublishError, PublishErrorKind};
 use async_nats::jetstream::{self, Context};
 use async_nats::{ConnectOptions, HeaderMap};
-use ferry_contract::wit::nats::{self as contract, Connection, Error, Host, HostConnection, Outgoing, Published};
+use ferry_contract::wit::nats::{
+    self as contract, Connection, ConsumerState, Error, Host, HostConnection, Incoming, Outgoing, Published, PullConsumer as Wanted,
+};
 use wasmtime::component::{HasData, Linker, Resource, ResourceTable};
 
+use super::consumers;
 use super::servers::Served;
 use super::{Credentials, NatsState};
 use crate::GuestData;
@@ -29,6 +35,20 @@ struct NatsConnection {
     name: String,
     served: Served,
     jetstream: Option<Context>,
+    /// The pull consumers read through this connection, by stream and durable name;
+    /// forgotten with the connection.
+    consumers: HashMap<(String, String), PullConsumer>,
+}
+
+impl NatsConnection {
+    /// The JetStream context, connecting first if there is none.
+    async fn jetstream(&mut self) -> Result<&Context, Error> {
+        if self.jetstream.is_none() {
+            self.consumers.clear();
+            self.jetstream = Some(connect(&self.served).await?);
+        }
+        Ok(self.jetstream.as_ref().expect("connected just now"))
+    }
 }
 
 /// What a NATS call sees of the store.
@@ -69,7 +89,7 @@ impl HostConnection for NatsView<'_> {
             self.log.host_warning(&format!("nats: {problem}"));
             return Err(Error::NotGranted(problem));
         };
-        let connection = NatsConnection { name, served: served.clone(), jetstream: None };
+        let connection = NatsConnection { name, served: served.clone(), jetstream: None, consumers: HashMap::new() };
         hold(self.table, connection).map_err(|problem| {
             self.log.host_warning(&format!("nats: {problem}"));
             Error::Connection(problem)
@@ -81,14 +101,9 @@ impl HostConnection for NatsView<'_> {
         this: Resource<Connection>,
         messages: Vec<Outgoing>,
     ) -> Result<Vec<Result<Published, String>>, Error> {
-        let budget = call_budget(self.remaining);
-        let connection = self.table.get_mut(&ours(&this)).map_err(|e| Error::Connection(e.to_string()))?;
-        let count = messages.len();
-        let outcome = tokio::time::timeout(budget, async {
-            if connection.jetstream.is_none() {
-                connection.jetstream = Some(connect(&connection.served).await?);
-            }
-            let jetstream = connection.jetstream.as_ref().expect("connected just now");
+        let what = format!("publishing {} message(s)", messages.len());
+        self.within(&this, what, async |connection| {
+            let jetstream = connection.jetstream().await?;
             // Every message out first; then each acknowledgement.
             let mut pending = Vec::with_capacity(messages.len());
             for Outgoing { subject, headers, payload } in messages {
@@ -113,25 +128,118 @@ impl HostConnection for NatsView<'_> {
             }
             Ok(answers)
         })
-        .await;
-        let result = match outcome {
-            Ok(result) => result,
-            Err(_) => Err(Error::TimedOut(format!(
-                "publishing {count} message(s) ran past the call's deadline ({budget:?} were left of \
-                 limits.call_timeout)"
-            ))),
-        };
-        if let Err(error) = &result {
-            // Start afresh on the next use: what was sent may still be acknowledged late.
-            connection.jetstream = None;
-            self.log.host_warning(&format!("nats `{}`: {}", connection.name, describe(error)));
-        }
-        result
+        .await
+    }
+
+    async fn consumer_state(
+        &mut self,
+        this: Resource<Connection>,
+        stream: String,
+        durable: String,
+    ) -> Result<Result<Option<ConsumerState>, String>, Error> {
+        let what = format!("reading the state of the consumer {durable:?} of the stream {stream:?}");
+        self.within(&this, what, async |connection| consumers::state(connection.jetstream().await?, &stream, &durable).await)
+            .await
+    }
+
+    async fn make_consumer(
+        &mut self,
+        this: Resource<Connection>,
+        wanted: Wanted,
+        start: Option<u64>,
+    ) -> Result<Result<(), String>, Error> {
+        let what = format!("making the consumer {:?} of the stream {:?}", wanted.durable, wanted.stream);
+        self.within(&this, what, async |connection| {
+            let key = (wanted.stream.clone(), wanted.durable.clone());
+            connection.consumers.remove(&key);
+            Ok(match consumers::make(connection.jetstream().await?, &wanted, start).await? {
+                Ok(consumer) => {
+                    connection.consumers.insert(key, consumer);
+                    Ok(())
+                }
+                Err(refused) => Err(refused),
+            })
+        })
+        .await
+    }
+
+    async fn fetch(
+        &mut self,
+        this: Resource<Connection>,
+        stream: String,
+        durable: String,
+        max_messages: u32,
+    ) -> Result<Result<Vec<Incoming>, String>, Error> {
+        let what = format!("fetching from the consumer {durable:?} of the stream {stream:?}");
+        self.within(&this, what, async |connection| {
+            let key = (stream, durable);
+            if !connection.consumers.contains_key(&key) {
+                match consumers::find(connection.jetstream().await?, &key.0, &key.1).await? {
+                    Ok(consumer) => connection.consumers.insert(key.clone(), consumer),
+                    Err(refused) => return Ok(Err(refused)),
+                };
+            }
+            consumers::fetch(&connection.consumers[&key], max_messages).await
+        })
+        .await
+    }
+
+    async fn acknowledge(&mut self, this: Resource<Connection>, replies: Vec<String>) -> Result<Result<(), String>, Error> {
+        let what = format!("acknowledging {} message(s)", replies.len());
+        self.within(&this, what, async |connection| {
+            let client = connection.jetstream().await?.client();
+            let read = |reply: &String| {
+                consumers::acknowledged(reply).is_some_and(|(stream, durable)| {
+                    connection.consumers.contains_key(&(stream.to_string(), durable.to_string()))
+                })
+            };
+            if let Some(other) = replies.iter().find(|reply| !read(reply)) {
+                return Ok(Err(format!(
+                    "{other:?} does not acknowledge a message of a consumer this connection reads"
+                )));
+            }
+            for reply in replies {
+                client
+                    .publish(reply, "+ACK".into())
+                    .await
+                    .map_err(|e| Error::Connection(format!("acknowledging failed: {e}")))?;
+            }
+            client.flush().await.map_err(|e| Error::Connection(format!("acknowledging failed: {e}")))?;
+            Ok(Ok(()))
+        })
+        .await
     }
 
     async fn drop(&mut self, this: Resource<Connection>) -> wasmtime::Result<()> {
         self.table.delete(Resource::<NatsConnection>::new_own(this.rep()))?;
         Ok(())
+    }
+}
+
+impl NatsView<'_> {
+    /// Run `call` on the connection behind `this` within what is left of the guest's
+    /// call; a failure of the connection (or the deadline) drops it, so that the next
+    /// use starts afresh (what was sent may still be answered late), and is logged.
+    async fn within<R>(
+        &mut self,
+        this: &Resource<Connection>,
+        what: String,
+        call: impl AsyncFnOnce(&mut NatsConnection) -> Result<R, Error>,
+    ) -> Result<R, Error> {
+        let budget = call_budget(self.remaining);
+        let connection = self.table.get_mut(&ours(this)).map_err(|e| Error::Connection(e.to_string()))?;
+        let result = match tokio::time::timeout(budget, call(connection)).await {
+            Ok(result) => result,
+            Err(_) => Err(Error::TimedOut(format!(
+                "{what} ran past the call's deadline ({budget:?} were left of limits.call_timeout)"
+            ))),
+        };
+        if let Err(error) = &result {
+            connection.jetstream = None;
+            connection.consumers.clear();
+            self.log.host_warning(&format!("nats `{}`: {}", connection.name, describe(error)));
+        }
+        result
     }
 }
 

@@ -1,6 +1,7 @@
 //! The contract's `nats` import: NATS servers the operator defined (`[nats.NAME]`),
 //! reachable by a connector only by the names in its `grants.nats`, through
-//! connections of the host's; what a guest does there is publish to JetStream.
+//! connections of the host's; what a guest does there is publish to JetStream and
+//! read through durable pull consumers.
 //!
 //! Why the host and not the guest: as for PostgreSQL and Redis, a guest has no sockets
 //! and should carry no protocol client; and a server reached through a name cannot be
@@ -8,9 +9,11 @@
 //!
 //! * `config.rs`: `[nats.NAME]`, a server as the operator defines it;
 //! * `servers.rs`: the servers of one connector;
+//! * `consumers.rs`: durable pull consumers, made, read and acknowledged;
 //! * `host.rs`: the interface's calls, each within the guest's call deadline.
 
 mod config;
+mod consumers;
 mod host;
 mod servers;
 
