@@ -20,19 +20,20 @@
 //! acknowledged (the batch in flight at a crash) comes first and in order, at once,
 //! not after its `ack_wait` behind newer messages. (With no cursor, an existing
 //! consumer is made again from just after its acknowledgement floor.) While running,
-//! a message is acknowledged only once the host committed the cursor past it; one
-//! that comes again at or below the cursor (an acknowledgement lost, or its `ack_wait`
-//! run out during retries) is acknowledged and not delivered. After a NACK the same
-//! messages are delivered again, as the same batch. Each message's id comes from its
+//! a batch is acknowledged only once the host committed the cursor past it, by its
+//! last message (the consumer's acknowledgements are cumulative); a message that comes
+//! again at or below the cursor (an acknowledgement lost, or its `ack_wait` run out
+//! during retries) is acknowledged and not delivered. After a NACK the same messages
+//! are delivered again, as the same batch. Each message's id comes from its
 //! stream and sequence, so an Iggy target sees the same message if it is ever
 //! delivered twice.
 
 mod config;
 mod messages;
 
-use ferry_guest::bindings::iggy::connector::nats::{Connection, Incoming, PullConsumer};
-use ferry_guest::nats::describe;
-use ferry_guest::{Batch, Error, Nack, PER_MESSAGE, PackedMessages, Source};
+use ferry_guest::bindings::iggy::connector::nats::{Connection, PullConsumer};
+use ferry_guest::nats::{Fetched, describe};
+use ferry_guest::{Batch, Error, Nack, PackedMessages, Source};
 use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
@@ -47,12 +48,15 @@ struct Cursor {
 struct NatsSource {
     config: Config,
     connection: Connection,
-    /// The messages of the batch in flight, or of the batch NACKed, to deliver again.
-    in_flight: Vec<Incoming>,
+    /// The fetch of the batch in flight (its messages past the cursor), kept to
+    /// deliver again after a NACK.
+    in_flight: Vec<u8>,
+    /// What acknowledges the batch in flight: its last message's reply.
+    in_flight_reply: String,
     /// The batch in flight was NACKed: the next poll delivers it again.
     again: bool,
-    /// Replies whose acknowledgement failed, tried again before the next fetch.
-    unacked: Vec<String>,
+    /// A reply whose acknowledgement failed, tried again before the next fetch.
+    unacked: Option<String>,
 }
 
 impl Source for NatsSource {
@@ -63,44 +67,41 @@ impl Source for NatsSource {
         config.check().map_err(Error::msg)?;
         let connection = Connection::open(&config.connection)
             .map_err(|e| Error::msg(format!("nats `{}`: {}", config.connection, describe(&e))))?;
-        let source = NatsSource { config, connection, in_flight: Vec::new(), again: false, unacked: Vec::new() };
+        let source = NatsSource {
+            config,
+            connection,
+            in_flight: Vec::new(),
+            in_flight_reply: String::new(),
+            again: false,
+            unacked: None,
+        };
         source.make_consumer(cursor)?;
         Ok(source)
     }
 
     fn poll(&mut self, cursor: &Cursor) -> Result<Option<Batch<Cursor>>, Error> {
-        if !self.unacked.is_empty() {
-            // Kept until the server took them: a failure here is tried again next time.
-            self.acknowledge(self.unacked.clone())?;
-            self.unacked.clear();
+        if let Some(reply) = &self.unacked {
+            // Kept until the server took it: a failure here is tried again next time.
+            self.acknowledge(reply)?;
+            self.unacked = None;
         }
-        if std::mem::take(&mut self.again) && !self.in_flight.is_empty() {
-            return Ok(Some(self.batch()));
+        if !std::mem::take(&mut self.again) || self.in_flight.is_empty() {
+            let config = &self.config;
+            self.in_flight = self
+                .connection
+                .fetch(&config.stream, &config.durable, config.batch_size)
+                .map_err(|e| self.failed(&e))?
+                .map_err(|refused| Error::msg(format!("nats `{}`: {refused}", config.connection)))?;
         }
-        let config = &self.config;
-        let fetched = self
-            .connection
-            .fetch(&config.stream, &config.durable, config.batch_size)
-            .map_err(|e| self.failed(&e))?
-            .map_err(|refused| Error::msg(format!("nats `{}`: {refused}", config.connection)))?;
-        // Delivered and committed before: an acknowledgement that was lost, or a
-        // message's `ack_wait` that ran out while its batch was retried.
-        let (done, fresh): (Vec<_>, Vec<_>) = fetched.into_iter().partition(|m| m.stream_sequence <= cursor.sequence);
-        if !done.is_empty() {
-            self.acknowledge(done.into_iter().map(|m| m.reply).collect())?;
-        }
-        if fresh.is_empty() {
-            return Ok(None);
-        }
-        self.in_flight = fresh;
-        Ok(Some(self.batch()))
+        self.batch(cursor)
     }
 
     fn on_ack(&mut self, _committed: &Cursor) {
-        let replies: Vec<String> = std::mem::take(&mut self.in_flight).into_iter().map(|m| m.reply).collect();
-        if let Err(error) = self.acknowledge(replies.clone()) {
-            ferry_guest::warn!("{error}; the messages are acknowledged before the next fetch");
-            self.unacked.extend(replies);
+        let reply = std::mem::take(&mut self.in_flight_reply);
+        self.in_flight.clear();
+        if let Err(error) = self.acknowledge(&reply) {
+            ferry_guest::warn!("{error}; the batch is acknowledged before the next fetch");
+            self.unacked = Some(reply);
         }
     }
 
@@ -153,22 +154,42 @@ impl NatsSource {
         Ok(())
     }
 
-    /// The batch in flight, as messages.
-    fn batch(&self) -> Batch<Cursor> {
-        let bytes: usize = self.in_flight.iter().map(|m| PER_MESSAGE + 96 + m.payload.len()).sum();
-        let mut packed = PackedMessages::with_capacity(bytes);
-        for message in &self.in_flight {
-            messages::pack(&mut packed, &self.config.stream, message);
+    /// The messages of the fetch in flight past `cursor`, as a batch; `None` when there
+    /// are none. Those at or below it were delivered and committed before (an
+    /// acknowledgement lost, or a message's `ack_wait` run out while its batch was
+    /// retried): acknowledged, not delivered again.
+    fn batch(&mut self, cursor: &Cursor) -> Result<Option<Batch<Cursor>>, Error> {
+        let fetched = |e: Error| e.context(format!("nats `{}`", self.config.connection));
+        let mut packed = PackedMessages::with_capacity(self.in_flight.len() + self.in_flight.len() / 2);
+        let (mut last, mut last_reply, mut done_reply) = (None, "", "");
+        for message in Fetched::new(&self.in_flight) {
+            let message = message.map_err(fetched)?;
+            if message.stream_sequence <= cursor.sequence {
+                done_reply = message.reply;
+                continue;
+            }
+            messages::pack(&mut packed, &self.config.stream, &message);
+            if last.is_none_or(|last| message.stream_sequence > last) {
+                (last, last_reply) = (Some(message.stream_sequence), message.reply);
+            }
         }
-        let last = self.in_flight.iter().map(|m| m.stream_sequence).max().unwrap_or_default();
-        Batch::from_packed(packed, Cursor { sequence: last })
+        if !done_reply.is_empty() {
+            self.acknowledge(done_reply)?;
+        }
+        let Some(last) = last else {
+            self.in_flight.clear();
+            return Ok(None);
+        };
+        self.in_flight_reply = last_reply.to_string();
+        Ok(Some(Batch::from_packed(packed, Cursor { sequence: last })))
     }
 
-    fn acknowledge(&self, replies: Vec<String>) -> Result<(), Error> {
-        if replies.is_empty() {
+    /// Acknowledge `reply`'s message, and (cumulative) every one before it.
+    fn acknowledge(&self, reply: &str) -> Result<(), Error> {
+        if reply.is_empty() {
             return Ok(());
         }
-        self.connection.acknowledge(&replies).map_err(|e| self.failed(&e))?.map_err(|refused| {
+        self.connection.acknowledge(&[reply.to_string()]).map_err(|e| self.failed(&e))?.map_err(|refused| {
             Error::msg(format!("nats `{}`: acknowledging refused: {refused}", self.config.connection))
         })
     }

@@ -7,7 +7,7 @@
 //! `nats_sequence`, then its own headers (the first value of each name; a name of ours
 //! is not taken twice). The payload is its bytes, as they are.
 
-use ferry_guest::bindings::iggy::connector::nats::Incoming;
+use ferry_guest::nats::Delivered;
 use ferry_guest::{Fields, HeaderValue, PackedMessages};
 
 /// The headers this source sets itself.
@@ -25,15 +25,15 @@ pub fn message_id(stream: &str, sequence: u64) -> u128 {
 }
 
 /// Add `message` of `stream` to `packed`.
-pub fn pack(packed: &mut PackedMessages, stream: &str, message: &Incoming) {
+pub fn pack(packed: &mut PackedMessages, stream: &str, message: &Delivered<'_>) {
     let mut headers = vec![
         (OURS[0].to_string(), HeaderValue::String(stream.to_string())),
-        (OURS[1].to_string(), HeaderValue::String(message.subject.clone())),
+        (OURS[1].to_string(), HeaderValue::String(message.subject.to_string())),
         (OURS[2].to_string(), HeaderValue::Uint64(message.stream_sequence)),
     ];
-    for (name, value) in &message.headers {
+    for &(name, value) in &message.headers {
         if !headers.iter().any(|(taken, _)| taken == name) {
-            headers.push((name.clone(), HeaderValue::String(value.clone())));
+            headers.push((name.to_string(), HeaderValue::String(value.to_string())));
         }
     }
     let fields = Fields {
@@ -41,22 +41,22 @@ pub fn pack(packed: &mut PackedMessages, stream: &str, message: &Incoming) {
         origin_timestamp: Some(message.published / 1000),
         headers: &headers,
     };
-    packed.push_with(fields, |payload| payload.extend_from_slice(&message.payload));
+    packed.push_with(fields, |payload| payload.extend_from_slice(message.payload));
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn incoming(sequence: u64, headers: &[(&str, &str)]) -> Incoming {
-        Incoming {
-            subject: "orders.created".into(),
-            headers: headers.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect(),
-            payload: b"{\"seq\":1}".to_vec(),
+    fn incoming<'a>(sequence: u64, headers: &[(&'a str, &'a str)]) -> Delivered<'a> {
+        Delivered {
+            subject: "orders.created",
+            headers: headers.to_vec(),
+            payload: b"{\"seq\":1}",
             stream_sequence: sequence,
             delivered: 1,
             published: 1_700_000_000_123_456_789,
-            reply: String::new(),
+            reply: "",
         }
     }
 

@@ -14,7 +14,7 @@ use async_nats::jetstream::consumer::pull::Config;
 use async_nats::jetstream::consumer::{AckPolicy, DeliverPolicy, PullConsumer};
 use async_nats::jetstream::context::ConsumerInfoErrorKind;
 use async_nats::jetstream::stream::Stream;
-use ferry_contract::wit::nats::{ConsumerState, Error, Incoming, PullConsumer as Wanted};
+use ferry_contract::wit::nats::{ConsumerState, Error, PullConsumer as Wanted};
 use futures::StreamExt;
 
 /// The most messages one fetch takes.
@@ -60,7 +60,8 @@ pub async fn make(jetstream: &Context, wanted: &Wanted, start: Option<u64>) -> R
     let config = Config {
         durable_name: Some(wanted.durable.clone()),
         filter_subject: wanted.filter_subject.clone().unwrap_or_default(),
-        ack_policy: AckPolicy::Explicit,
+        // Cumulative: the guest acknowledges a batch by its last message.
+        ack_policy: AckPolicy::All,
         ack_wait: Duration::from_millis(u64::from(wanted.ack_wait_ms)),
         max_ack_pending: i64::from(wanted.max_ack_pending),
         deliver_policy: match start {
@@ -81,8 +82,9 @@ pub async fn find(jetstream: &Context, stream: &str, durable: &str) -> Result<Re
     Ok(stream.get_consumer(durable).await.map_err(|e| format!("the consumer {durable:?}: {e}")))
 }
 
-/// What `consumer` has for us now, up to `max_messages`, without waiting for more.
-pub async fn fetch(consumer: &PullConsumer, max_messages: u32) -> Result<Result<Vec<Incoming>, String>, Error> {
+/// What `consumer` has for us now, up to `max_messages`, without waiting for more;
+/// packed as the interface's `fetch` says.
+pub async fn fetch(consumer: &PullConsumer, max_messages: u32) -> Result<Result<Vec<u8>, String>, Error> {
     let wanted = max_messages.clamp(1, MAX_FETCH_MESSAGES) as usize;
     let mut batch = consumer
         .fetch()
@@ -91,38 +93,42 @@ pub async fn fetch(consumer: &PullConsumer, max_messages: u32) -> Result<Result<
         .messages()
         .await
         .map_err(|e| Error::Connection(format!("fetching failed: {e}")))?;
-    let mut messages = Vec::with_capacity(wanted);
+    let mut packed = Vec::new();
     while let Some(message) = batch.next().await {
         let message = match message {
             Ok(message) => message,
             // No more until some are acknowledged: what came so far is the answer.
             Err(status) if status.to_string().contains("Max Ack Pending") => break,
-            Err(status) if messages.is_empty() => return Ok(Err(status.to_string())),
+            Err(status) if packed.is_empty() => return Ok(Err(status.to_string())),
             Err(_) => break,
         };
         let info = message.info().map_err(|e| Error::Connection(format!("a message without its JetStream reply: {e}")))?;
-        let (stream_sequence, delivered) = (info.stream_sequence, info.delivered.max(0) as u64);
         let published = u64::try_from(info.published.unix_timestamp_nanos()).unwrap_or(0);
-        // The acknowledgement subject, which `split` hands to its acker.
-        let reply = message.reply.as_ref().map(|r| r.to_string()).unwrap_or_default();
-        let message = message.split().0;
-        let headers = message
-            .headers
-            .iter()
-            .flat_map(|map| map.iter())
-            .flat_map(|(name, values)| values.iter().map(move |value| (name.to_string(), value.to_string())))
-            .collect();
-        messages.push(Incoming {
-            subject: message.subject.to_string(),
-            headers,
-            payload: message.payload.into(),
-            stream_sequence,
-            delivered,
-            published,
-            reply,
-        });
+        if packed.is_empty() {
+            packed.reserve(wanted * (64 + message.payload.len()));
+        }
+        for number in [info.stream_sequence, info.delivered.max(0) as u64, published] {
+            packed.extend_from_slice(&number.to_le_bytes());
+        }
+        bytes(&mut packed, message.subject.as_bytes());
+        bytes(&mut packed, message.reply.as_ref().map_or(&b""[..], |reply| reply.as_bytes()));
+        let headers = message.headers.iter().flat_map(|map| map.iter());
+        let values: Vec<_> = headers.flat_map(|(name, values)| values.iter().map(move |value| (name, value))).collect();
+        packed.extend_from_slice(&(values.len() as u32).to_le_bytes());
+        for (name, value) in values {
+            let name: &str = name.as_ref();
+            bytes(&mut packed, name.as_bytes());
+            bytes(&mut packed, value.as_str().as_bytes());
+        }
+        bytes(&mut packed, &message.payload);
     }
-    Ok(Ok(messages))
+    Ok(Ok(packed))
+}
+
+/// `data` after its length.
+fn bytes(packed: &mut Vec<u8>, data: &[u8]) {
+    packed.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    packed.extend_from_slice(data);
 }
 
 /// The stream and consumer an acknowledgement subject (a message's reply) is for:

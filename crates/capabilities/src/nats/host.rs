@@ -18,7 +18,7 @@ use async_nats::jetstream::context::{PublishError, PublishErrorKind};
 use async_nats::jetstream::{self, Context};
 use async_nats::{ConnectOptions, HeaderMap};
 use ferry_contract::wit::nats::{
-    self as contract, Connection, ConsumerState, Error, Host, HostConnection, Incoming, Outgoing, Published, PullConsumer as Wanted,
+    self as contract, Connection, ConsumerState, Error, Host, HostConnection, Outgoing, Published, PullConsumer as Wanted,
 };
 use wasmtime::component::{HasData, Linker, Resource, ResourceTable};
 
@@ -169,7 +169,7 @@ impl HostConnection for NatsView<'_> {
         stream: String,
         durable: String,
         max_messages: u32,
-    ) -> Result<Result<Vec<Incoming>, String>, Error> {
+    ) -> Result<Result<Vec<u8>, String>, Error> {
         let what = format!("fetching from the consumer {durable:?} of the stream {stream:?}");
         self.within(&this, what, async |connection| {
             let key = (stream, durable);
