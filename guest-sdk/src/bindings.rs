@@ -33,6 +33,7 @@ pub mod sink {
             "iggy:connector/postgres@0.2.1": crate::bindings::iggy::connector::postgres,
             "iggy:connector/redis@0.2.1": crate::bindings::iggy::connector::redis,
             "iggy:connector/nats@0.2.1": crate::bindings::iggy::connector::nats,
+            "iggy:connector/mqtt@0.2.1": crate::bindings::iggy::connector::mqtt,
         },
         pub_export_macro: true,
         export_macro_name: "__export_sink_connector",

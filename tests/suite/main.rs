@@ -28,6 +28,8 @@ mod influxdb_sink;
 mod influxdb_source;
 mod isolation;
 mod js_guests;
+mod mqtt_sink;
+mod mqtt_source;
 mod nats_sink;
 mod nats_source;
 mod pooling;

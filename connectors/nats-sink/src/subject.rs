@@ -2,33 +2,21 @@
 //! per batch. NATS subjects are tokens separated by dots; a token may not be empty nor
 //! hold a space or a wildcard, which a filled-in name is checked for.
 
-use ferry_guest::SinkBatch;
+use ferry_guest::{BatchTemplate, SinkBatch};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Subject(String);
-
-const PLACES: [&str; 3] = ["{stream}", "{topic}", "{partition}"];
+pub struct Subject(BatchTemplate);
 
 impl Subject {
     pub fn parse(text: &str) -> Result<Subject, String> {
-        let mut rest = text.to_string();
-        for place in PLACES {
-            rest = rest.replace(place, "x");
-        }
-        if rest.contains('{') || rest.contains('}') {
-            return Err(format!("{text:?} has a {{...}} that is none of {}", PLACES.join(", ")));
-        }
-        check(&rest).map_err(|p| format!("{text:?} {p}"))?;
-        Ok(Subject(text.to_string()))
+        let template = BatchTemplate::parse(text)?;
+        check(&template.sample()).map_err(|p| format!("{text:?} {p}"))?;
+        Ok(Subject(template))
     }
 
     /// The subject of `batch`'s messages; an error says why it is no subject.
     pub fn render(&self, batch: &SinkBatch) -> Result<String, String> {
-        let subject = self
-            .0
-            .replace("{stream}", &batch.stream)
-            .replace("{topic}", &batch.topic)
-            .replace("{partition}", &batch.partition.to_string());
+        let subject = self.0.render(batch);
         check(&subject).map_err(|p| format!("the subject {subject:?} {p}"))?;
         Ok(subject)
     }

@@ -23,7 +23,9 @@
 //! * [`redis`]: the contract's Redis import, to the servers of `[redis.NAME]` named
 //!   in `grants.redis`, none otherwise;
 //! * [`nats`]: the contract's NATS JetStream import, to the servers of `[nats.NAME]`
-//!   named in `grants.nats`, none otherwise.
+//!   named in `grants.nats`, none otherwise;
+//! * [`mqtt`]: the contract's MQTT import, to the brokers of `[mqtt.NAME]` named in
+//!   `grants.mqtt`, none otherwise.
 //!
 //! Every WASI interface is *linked* (a component built for wasm32-wasip1 imports
 //! filesystem and sockets whether it uses them or not), but an ungranted one has
@@ -59,6 +61,7 @@ registry::capabilities! {
         postgres: Postgres,
         redis: Redis,
         nats: Nats,
+        mqtt: Mqtt,
     }
 }
 

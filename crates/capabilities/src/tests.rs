@@ -20,6 +20,7 @@ fn nothing_but_clocks_random_and_logs_without_grants() {
     assert!(matches!(none.verdict("iggy:connector/redis@0.2.1"), Verdict::Denied(_)));
     assert!(matches!(none.verdict("iggy:connector/stored-checksums@0.2.1"), Verdict::Granted(_)));
     assert!(matches!(none.verdict("iggy:connector/nats@0.2.1"), Verdict::Denied(_)));
+    assert!(matches!(none.verdict("iggy:connector/mqtt@0.2.1"), Verdict::Denied(_)));
     assert_eq!(none.verdict("iggy:connector/kafka@0.2.1"), Verdict::Unavailable);
 }
 
@@ -32,6 +33,7 @@ fn grants_open_what_they_name() {
         postgres: vec!["orders".into()],
         redis: vec!["cache".into()],
         nats: vec![],
+        mqtt: vec!["sensors".into()],
     };
     assert!(matches!(grants.verdict("wasi:cli/environment@0.2.3"), Verdict::Granted("grants.env")));
     assert!(matches!(grants.verdict("wasi:sockets/tcp@0.2.0"), Verdict::Granted("grants.network")));
@@ -39,6 +41,8 @@ fn grants_open_what_they_name() {
     assert!(matches!(grants.verdict("wasi:filesystem/types@0.2.3"), Verdict::Denied(_)));
     assert!(matches!(grants.verdict("iggy:connector/postgres@0.2.0"), Verdict::Granted("grants.postgres")));
     assert!(matches!(grants.verdict("iggy:connector/redis@0.2.1"), Verdict::Granted("grants.redis")));
+    assert!(matches!(grants.verdict("iggy:connector/mqtt@0.2.1"), Verdict::Granted("grants.mqtt")));
+    assert!(matches!(grants.verdict("iggy:connector/nats@0.2.1"), Verdict::Denied(_)));
     // A network grant is TCP and HTTP only: the sandbox never lets UDP out.
     assert_eq!(grants.verdict("wasi:sockets/udp@0.2.3"), Verdict::Denied("UDP is never granted"));
     assert_eq!(grants.verdict("wasi:sockets/udp-create-socket@0.2.3"), Verdict::Denied("UDP is never granted"));
@@ -48,5 +52,5 @@ fn grants_open_what_they_name() {
 fn an_unknown_grant_is_refused_by_name() {
     let error = toml::from_str::<Grants>("netwrk = []").unwrap_err().to_string();
     assert!(error.contains("unknown field `netwrk`"), "{error}");
-    assert!(error.contains("`env`, `dirs`, `network`, `postgres`, `redis`, `nats`"), "{error}");
+    assert!(error.contains("`env`, `dirs`, `network`, `postgres`, `redis`, `nats`, `mqtt`"), "{error}");
 }
