@@ -11,6 +11,7 @@ pub mod http_client;
 pub mod iggy_server;
 pub mod influxdb_server;
 pub mod logs;
+pub mod mariadb_server;
 pub mod mqtt_server;
 pub mod nats_server;
 pub mod postgres_server;

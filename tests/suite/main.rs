@@ -30,6 +30,7 @@ mod isolation;
 mod js_guests;
 mod mqtt_sink;
 mod mqtt_source;
+mod mysql_sink;
 mod nats_sink;
 mod nats_source;
 mod pooling;

@@ -25,7 +25,9 @@
 //! * [`nats`]: the contract's NATS JetStream import, to the servers of `[nats.NAME]`
 //!   named in `grants.nats`, none otherwise;
 //! * [`mqtt`]: the contract's MQTT import, to the brokers of `[mqtt.NAME]` named in
-//!   `grants.mqtt`, none otherwise.
+//!   `grants.mqtt`, none otherwise;
+//! * [`mysql`]: the contract's MySQL / MariaDB import, to the servers of
+//!   `[mysql.NAME]` named in `grants.mysql`, none otherwise.
 //!
 //! Every WASI interface is *linked* (a component built for wasm32-wasip1 imports
 //! filesystem and sockets whether it uses them or not), but an ungranted one has
@@ -62,6 +64,7 @@ registry::capabilities! {
         redis: Redis,
         nats: Nats,
         mqtt: Mqtt,
+        mysql: Mysql,
     }
 }
 

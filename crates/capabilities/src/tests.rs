@@ -21,6 +21,7 @@ fn nothing_but_clocks_random_and_logs_without_grants() {
     assert!(matches!(none.verdict("iggy:connector/stored-checksums@0.2.1"), Verdict::Granted(_)));
     assert!(matches!(none.verdict("iggy:connector/nats@0.2.1"), Verdict::Denied(_)));
     assert!(matches!(none.verdict("iggy:connector/mqtt@0.2.1"), Verdict::Denied(_)));
+    assert!(matches!(none.verdict("iggy:connector/mysql@0.2.1"), Verdict::Denied(_)));
     assert_eq!(none.verdict("iggy:connector/kafka@0.2.1"), Verdict::Unavailable);
 }
 
@@ -34,6 +35,7 @@ fn grants_open_what_they_name() {
         redis: vec!["cache".into()],
         nats: vec![],
         mqtt: vec!["sensors".into()],
+        mysql: vec![],
     };
     assert!(matches!(grants.verdict("wasi:cli/environment@0.2.3"), Verdict::Granted("grants.env")));
     assert!(matches!(grants.verdict("wasi:sockets/tcp@0.2.0"), Verdict::Granted("grants.network")));
@@ -52,5 +54,5 @@ fn grants_open_what_they_name() {
 fn an_unknown_grant_is_refused_by_name() {
     let error = toml::from_str::<Grants>("netwrk = []").unwrap_err().to_string();
     assert!(error.contains("unknown field `netwrk`"), "{error}");
-    assert!(error.contains("`env`, `dirs`, `network`, `postgres`, `redis`, `nats`, `mqtt`"), "{error}");
+    assert!(error.contains("`env`, `dirs`, `network`, `postgres`, `redis`, `nats`, `mqtt`, `mysql`"), "{error}");
 }
