@@ -30,7 +30,7 @@ mod config;
 
 use ferry_guest::bindings::iggy::connector::mqtt::{Incoming, Session};
 use ferry_guest::mqtt::{describe, level};
-use ferry_guest::{Batch, Error, HeaderValue, Message, Nack, Source};
+use ferry_guest::{Batch, Error, Fields, HeaderValue, Nack, PER_MESSAGE, PackedMessages, Source};
 use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
@@ -91,9 +91,13 @@ impl Source for MqttSource {
         if self.in_flight.is_empty() {
             return Ok(None);
         }
-        let messages = self.in_flight.iter().map(message).collect();
+        let bytes: usize = self.in_flight.iter().map(|m| PER_MESSAGE + 64 + m.topic.len() + m.payload.len()).sum();
+        let mut packed = PackedMessages::with_capacity(bytes);
+        for incoming in &self.in_flight {
+            pack(&mut packed, incoming);
+        }
         let next = Cursor { delivered: cursor.delivered + self.in_flight.len() as u64 };
-        Ok(Some(Batch::new(messages, next)))
+        Ok(Some(Batch::from_packed(packed, next)))
     }
 
     fn on_ack(&mut self, _committed: &Cursor) {
@@ -117,8 +121,8 @@ impl MqttSource {
     }
 }
 
-/// The message `incoming` becomes.
-fn message(incoming: &Incoming) -> Message {
+/// Add the message `incoming` becomes to `packed`.
+fn pack(packed: &mut PackedMessages, incoming: &Incoming) {
     let mut headers = vec![
         ("mqtt_topic".to_string(), HeaderValue::String(incoming.topic.clone())),
         ("mqtt_qos".to_string(), HeaderValue::Uint8(level(incoming.qos))),
@@ -129,7 +133,8 @@ fn message(incoming: &Incoming) -> Message {
     if incoming.duplicate {
         headers.push(("mqtt_duplicate".to_string(), HeaderValue::Bool(true)));
     }
-    Message { id: None, headers, payload: incoming.payload.clone(), origin_timestamp: None }
+    let fields = Fields { id: None, origin_timestamp: None, headers: &headers };
+    packed.push_with(fields, |payload| payload.extend_from_slice(&incoming.payload));
 }
 
 ferry_guest::export_source!(MqttSource);

@@ -172,6 +172,9 @@ impl Session {
             }
             let (client, mut events) = AsyncClient::new(options, QUEUE);
             events.network_options.set_connection_timeout(self.broker.connect_timeout.as_secs().max(1));
+            // An acknowledgement or a ping is a small packet the call waits on: with
+            // Nagle's algorithm it would wait for the broker's delayed ACK (~40 ms).
+            events.network_options.set_tcp_nodelay(true);
             let address = format!("{}:{}", self.broker.host, self.broker.port);
             let session_present = loop {
                 match events.poll().await.map_err(|e| connection_failed(&address, e))? {
