@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use ferry_contract::wit::mqtt::{Incoming, Outgoing, Qos};
 use rumqttc::{AsyncClient, ConnectionError, Event, EventLoop, MqttOptions, Outgoing as Sent, Packet, Publish, QoS};
-use rumqttc::{PingReq, Request, SubscribeFilter, SubscribeReasonCode};
+use rumqttc::{PubAck, PubRec, SubscribeFilter, SubscribeReasonCode};
 
 use super::brokers::Reached;
 
@@ -125,21 +125,18 @@ impl Session {
     /// Acknowledge every message handed to the guest up to `ticket`, oldest first.
     pub async fn acknowledge(&mut self, ticket: u64) -> Result<(), String> {
         let Some(connected) = self.connected.as_mut() else { return Ok(()) };
-        let mut owed = 0;
+        let mut acknowledgements = Vec::new();
         while connected.unacknowledged.front().is_some_and(|(taken, _)| *taken <= ticket) {
             let (_, publish) = connected.unacknowledged.pop_front().expect("just looked");
-            if publish.qos != QoS::AtMostOnce {
-                connected.client.ack(&publish).await.map_err(|e| format!("cannot acknowledge: {e}"))?;
-                owed += 1;
+            match publish.qos {
+                QoS::AtMostOnce => {}
+                QoS::AtLeastOnce => acknowledgements.push(Packet::PubAck(PubAck::new(publish.pkid))),
+                // The client's state knows the message (it answers the PUBREL itself).
+                QoS::ExactlyOnce => acknowledgements.push(Packet::PubRec(PubRec::new(publish.pkid))),
             }
         }
-        if owed == 0 {
+        if acknowledgements.is_empty() {
             return Ok(());
-        }
-        while owed > 0 {
-            if let Some(Event::Outgoing(Sent::PubAck(_) | Sent::PubRec(_))) = connected.poll(&mut self.next_ticket).await? {
-                owed -= 1;
-            }
         }
         // Sent is not taken: a process killed with messages unread on its socket resets
         // the connection, and the broker drops what it had not read yet. The broker
@@ -149,7 +146,15 @@ impl Session {
         while connected.events.state.await_pingresp {
             connected.poll(&mut self.next_ticket).await?;
         }
-        connected.events.pending.push_back(Request::PingReq(PingReq));
+        // Written straight into the connection, one flush for all: the client's request
+        // queue would write and flush each on its own (a system call each).
+        let written = |e| format!("cannot acknowledge: {e:?}");
+        let network = connected.events.network.as_mut().ok_or("cannot acknowledge: the connection is gone")?;
+        for packet in acknowledgements {
+            network.write(packet).await.map_err(written)?;
+        }
+        network.write(Packet::PingReq).await.map_err(written)?;
+        network.flush().await.map_err(written)?;
         loop {
             if let Some(Event::Incoming(Packet::PingResp)) = connected.poll(&mut self.next_ticket).await? {
                 return Ok(());
