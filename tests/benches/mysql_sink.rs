@@ -20,12 +20,10 @@
 //! (`FERRY_BENCH_ROUNDS`), taking turns to go first; the medians and the ratio
 //! `ferry / native` are printed. `FERRY_BENCH_SCALE=0.2` writes a fifth.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ferry::capabilities::mysql::MysqlServers;
 use ferry::engine::cursor::CursorStore;
 use ferry::engine::delivery::{LogMark, Receipt};
 use ferry::engine::sink::SinkConnector;
@@ -110,9 +108,7 @@ async fn ferry_sink(
         Arc::new(LocalLogInput::new("bench", dir.join("log"), vec![("bench".into(), "t".into())], Arc::new(state)));
     let mut sandbox = Sandbox::default();
     sandbox.grants.mysql = vec!["bench".into()];
-    let section = toml::from_str(&server.ferry_section("x", PASSWORD_ENV).replace("[mysql.x]\n", "")).unwrap();
-    let servers = BTreeMap::from([("bench".to_string(), section)]);
-    sandbox.shared.mysql = MysqlServers::granted(&sandbox.grants.mysql, &servers).unwrap();
+    sandbox.shared.mysql = server.granted("bench", PASSWORD_ENV);
     let connector = SinkConnector {
         key: table.into(),
         tenant: None,

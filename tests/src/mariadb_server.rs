@@ -193,6 +193,22 @@ impl MariaDbServer {
         )
     }
 
+    /// The servers a connector granted this one as `name` reaches, its password read
+    /// from the environment variable `password_env`: what `grants.mysql = [name]` and
+    /// [`MariaDbServer::ferry_section`] make of it in a config.
+    pub fn granted(&self, name: &str, password_env: &str) -> ferry::capabilities::mysql::MysqlServers {
+        let server = ferry::capabilities::mysql::MysqlServer {
+            host: "127.0.0.1".into(),
+            port: self.port,
+            user: USER.into(),
+            password: Some(ferry::contract::settings::SecretSource::Env(password_env.into())),
+            database: DATABASE.into(),
+            connect_timeout: Duration::from_secs(5),
+        };
+        let servers = std::collections::BTreeMap::from([(name.to_string(), server)]);
+        ferry::capabilities::mysql::MysqlServers::granted(&[name.to_string()], &servers).expect("granted")
+    }
+
     /// Run `statement` (any number of them) in [`DATABASE`] as [`USER`], over TCP, with
     /// the `mariadb` client, and return what it printed: a row a line, columns
     /// tab-separated, no header. The independent reader for a test's setup and

@@ -31,6 +31,7 @@ mod js_guests;
 mod mqtt_sink;
 mod mqtt_source;
 mod mysql_sink;
+mod mysql_source;
 mod nats_sink;
 mod nats_source;
 mod pooling;

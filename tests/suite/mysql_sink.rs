@@ -8,7 +8,6 @@
 
 use std::collections::BTreeMap;
 
-use ferry::capabilities::mysql::{MysqlServer as MysqlSection, MysqlServers};
 use ferry::engine::sink::SinkConnector;
 use ferry::engine::status::Event;
 use ferry::store::local_log::LocalLog;
@@ -40,9 +39,7 @@ fn sink_with(
     let mut sink = h.sink(key, MYSQL_SINK, config, &["orders"]);
     sink.dead_letters = Some(h.dead_letters("orders-dead"));
     sink.sandbox.grants.mysql = vec!["shop".into()];
-    let text = server.ferry_section("x", password_env).replace("[mysql.x]\n", "");
-    let servers = BTreeMap::from([("shop".to_string(), toml::from_str::<MysqlSection>(&text).unwrap())]);
-    sink.sandbox.shared.mysql = MysqlServers::granted(&sink.sandbox.grants.mysql, &servers).unwrap();
+    sink.sandbox.shared.mysql = server.granted("shop", password_env);
     sink
 }
 

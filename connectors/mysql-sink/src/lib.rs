@@ -26,6 +26,7 @@
 mod statement;
 
 use ferry_guest::bindings::iggy::connector::mysql::{Connection, Error as MysqlError};
+use ferry_guest::mysql::{describe, quote_table};
 use ferry_guest::{Error, Sink, SinkBatch, Written};
 use serde::Deserialize;
 
@@ -44,6 +45,8 @@ struct Config {
 
 struct MysqlSink {
     config: Config,
+    /// `config.table`, quoted for the statements.
+    table: String,
     connection: Connection,
 }
 
@@ -54,18 +57,18 @@ impl Sink for MysqlSink {
         if config.connection.is_empty() {
             return Err(Error::msg("plugin_config.connection is empty: name a connection in grants.mysql"));
         }
-        statement::check_table(&config.table).map_err(|p| Error::msg(format!("plugin_config.table: {p}")))?;
+        let table = quote_table(&config.table).map_err(|e| e.context("plugin_config.table"))?;
         let said = |e: MysqlError| Error::msg(format!("mysql `{}`: {}", config.connection, describe(&e)));
         let connection = Connection::open(&config.connection).map_err(said)?;
         if config.create_table {
-            connection.execute(&create_table(&config.table), &[]).map_err(said)?;
+            connection.execute(&create_table(&table), &[]).map_err(said)?;
         }
         ferry_guest::info!("mysql sink: writing into {} ({:?} mode)", config.table, config.mode);
-        Ok(MysqlSink { config, connection })
+        Ok(MysqlSink { config, table, connection })
     }
 
     fn write(&mut self, batch: &SinkBatch) -> Result<Written, Error> {
-        let statements = inserts(&self.config.table, self.config.mode, batch);
+        let statements = inserts(&self.table, self.config.mode, batch);
         match self.connection.transaction(&statements) {
             Ok(_) => Ok(Written::Ack),
             Err(MysqlError::Refused(refusal)) if data_error(refusal.code) => Ok(Written::unwritable(format!(
@@ -83,15 +86,6 @@ fn data_error(code: u16) -> bool {
     // 1048 null into NOT NULL, 1264 out of range, 1265 truncated, 1292 bad value,
     // 1366 bad string for the column, 1406 too long, 3140 invalid JSON, 4025 CHECK.
     matches!(code, 1048 | 1264 | 1265 | 1292 | 1366 | 1406 | 3140 | 4025)
-}
-
-fn describe(error: &MysqlError) -> String {
-    match error {
-        MysqlError::NotGranted(p) => format!("not granted ({p})"),
-        MysqlError::Connection(p) => format!("no connection ({p})"),
-        MysqlError::Refused(r) => format!("refused ({} {}): {}", r.code, r.state, r.message),
-        MysqlError::TimedOut(p) => format!("timed out ({p})"),
-    }
 }
 
 ferry_guest::export_sink!(MysqlSink);

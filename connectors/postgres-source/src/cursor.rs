@@ -6,8 +6,6 @@
 
 use std::collections::BTreeMap;
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD as BASE64;
 use ferry_guest::Error;
 use ferry_guest::bindings::iggy::connector::postgres::Value;
 use ferry_guest::rows::ValueRef;
@@ -50,7 +48,7 @@ pub enum Key {
     Float(f64),
     Text(String),
     /// Base64 in the stored cursor.
-    Bytes(#[serde(with = "base64_text")] Vec<u8>),
+    Bytes(#[serde(with = "ferry_guest::row::base64_bytes")] Vec<u8>),
     /// Microseconds since the Unix epoch.
     Timestamp(i64),
 }
@@ -87,19 +85,6 @@ impl Key {
             Key::Bytes(v) => Value::Bytes(v.clone()),
             Key::Timestamp(v) => Value::Timestamp(*v),
         }
-    }
-}
-
-mod base64_text {
-    use super::*;
-
-    pub fn serialize<S: serde::Serializer>(bytes: &[u8], serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&BASE64.encode(bytes))
-    }
-
-    pub fn deserialize<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<u8>, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        BASE64.decode(text).map_err(serde::de::Error::custom)
     }
 }
 

@@ -4,37 +4,18 @@
 
 use crate::cursor::Key;
 
-/// The id of the row of `table` whose primary key is `key`: the 128-bit xxh3 of an
-/// unambiguous encoding of both (the table's length before it, a tag for the key's
-/// kind). Never 0, which Iggy reads as "no id".
+/// The id of the row of `table` whose primary key is `key` (see
+/// [`ferry_guest::row::stable_id`]; a tag for the key's kind).
 pub fn message_id(table: &str, key: &Key) -> u128 {
-    let mut input = Vec::with_capacity(table.len() + 32);
-    input.extend_from_slice(&(table.len() as u64).to_le_bytes());
-    input.extend_from_slice(table.as_bytes());
-    match key {
-        Key::Boolean(v) => input.extend_from_slice(&[b'b', u8::from(*v)]),
-        Key::Int(v) => {
-            input.push(b'i');
-            input.extend_from_slice(&v.to_le_bytes());
-        }
-        Key::Float(v) => {
-            input.push(b'f');
-            input.extend_from_slice(&v.to_bits().to_le_bytes());
-        }
-        Key::Text(v) => {
-            input.push(b's');
-            input.extend_from_slice(v.as_bytes());
-        }
-        Key::Bytes(v) => {
-            input.push(b'x');
-            input.extend_from_slice(v);
-        }
-        Key::Timestamp(v) => {
-            input.push(b't');
-            input.extend_from_slice(&v.to_le_bytes());
-        }
-    }
-    xxhash_rust::xxh3::xxh3_128(&input).max(1)
+    let (tag, bytes): (u8, std::borrow::Cow<[u8]>) = match key {
+        Key::Boolean(v) => (b'b', vec![u8::from(*v)].into()),
+        Key::Int(v) => (b'i', v.to_le_bytes().to_vec().into()),
+        Key::Float(v) => (b'f', v.to_bits().to_le_bytes().to_vec().into()),
+        Key::Text(v) => (b's', v.as_bytes().into()),
+        Key::Bytes(v) => (b'x', v.as_slice().into()),
+        Key::Timestamp(v) => (b't', v.to_le_bytes().to_vec().into()),
+    };
+    ferry_guest::row::stable_id(table, tag, &bytes)
 }
 
 #[cfg(test)]

@@ -25,6 +25,12 @@ use crate::logging::GuestLog;
 /// The most rows a query may read.
 const MAX_ROWS: usize = 100_000;
 
+/// What `row` takes, near enough: its text and bytes, and 8 bytes for any other value.
+fn row_size(row: &mysql_async::Row) -> u64 {
+    let values = (0..row.len()).filter_map(|index| row.as_ref(index));
+    values.map(|value| if let mysql_async::Value::Bytes(bytes) = value { bytes.len() as u64 } else { 8 }).sum()
+}
+
 /// A guest's open connection: connected when first used, and again after it broke.
 struct MysqlConnection {
     name: String,
@@ -92,12 +98,14 @@ impl HostConnection for MysqlView<'_> {
     }
 
     async fn query(&mut self, this: Resource<Connection>, sql: String, params: Vec<Value>) -> Result<Rows, Error> {
+        let max_bytes = self.state.max_result_bytes;
         self.within(&this, async |connection| {
             let conn = connection.conn().await?;
             let params = Params::Positional(params.into_iter().map(param).collect());
             let mut result = conn.exec_iter(sql, params).await.map_err(|e| refused(e, None))?;
             let mut rows = Vec::new();
             let mut columns = Vec::new();
+            let mut bytes = 0u64;
             while let Some(row) = result.next().await.map_err(|e| refused(e, None))? {
                 if columns.is_empty() {
                     columns = row.columns_ref().iter().map(|c| c.name_str().into_owned()).collect();
@@ -105,6 +113,13 @@ impl HostConnection for MysqlView<'_> {
                 if rows.len() == MAX_ROWS {
                     // The rest is not read: the connection is not reused.
                     return Err(Error::Connection(format!("the query returned more than {MAX_ROWS} rows")));
+                }
+                bytes += row_size(&row);
+                if bytes > max_bytes {
+                    return Err(Error::Connection(format!(
+                        "the query's rows are more than {max_bytes} bytes, the most this connector may take \
+                         (limits.max_batch_bytes): ask for fewer rows at a time"
+                    )));
                 }
                 let kinds: Vec<_> = row.columns_ref().iter().map(|c| (c.column_type(), c.character_set())).collect();
                 let values = row.unwrap().into_iter().zip(kinds).map(|(value, (kind, charset))| column(value, kind, charset));

@@ -33,6 +33,9 @@ pub struct Mysql;
 /// What one instance may do with MySQL: the servers its connector is granted.
 pub struct MysqlState {
     servers: MysqlServers,
+    /// The most a query's rows may take (the connector's `limits.max_batch_bytes`);
+    /// a query past it fails, its rows not handed to the guest.
+    max_result_bytes: u64,
 }
 
 impl Capability for Mysql {
@@ -77,8 +80,12 @@ impl Capability for Mysql {
         MysqlServers::granted(names, servers)
     }
 
-    async fn instantiate(_: &Vec<String>, servers: &MysqlServers, _: &mut InstanceBuilder<'_>) -> Result<MysqlState, String> {
-        Ok(MysqlState { servers: servers.clone() })
+    async fn instantiate(
+        _: &Vec<String>,
+        servers: &MysqlServers,
+        instance: &mut InstanceBuilder<'_>,
+    ) -> Result<MysqlState, String> {
+        Ok(MysqlState { servers: servers.clone(), max_result_bytes: instance.limits.max_result_bytes })
     }
 
     fn link<T: GuestData>(linker: &mut Linker<T>) -> wasmtime::Result<()> {

@@ -30,10 +30,10 @@ pub fn column(value: Server, kind: ColumnType, charset: u16) -> Value {
         Server::Double(x) => Value::Float(x),
         Server::Bytes(bytes) => {
             let textual = charset != BINARY || matches!(kind, ColumnType::MYSQL_TYPE_NEWDECIMAL | ColumnType::MYSQL_TYPE_DECIMAL | ColumnType::MYSQL_TYPE_JSON);
-            match textual.then(|| String::from_utf8(bytes.clone())) {
-                Some(Ok(text)) => Value::Text(text),
-                _ => Value::Bytes(bytes),
+            if !textual {
+                return Value::Bytes(bytes);
             }
+            String::from_utf8(bytes).map_or_else(|not_utf8| Value::Bytes(not_utf8.into_bytes()), Value::Text)
         }
         Server::Date(year, month, day, hour, minute, second, micros) => {
             let date = format!("{year:04}-{month:02}-{day:02}");

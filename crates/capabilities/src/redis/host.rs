@@ -184,7 +184,7 @@ impl RedisView<'_> {
             return Ok(());
         }
         let error = Error::TooLarge(format!(
-            "the reply is more than {max} bytes, the most this connector may take (limits.max_result_bytes)"
+            "the reply is more than {max} bytes, the most this connector may take (limits.max_batch_bytes)"
         ));
         let name = self.table.get(&ours(this)).map_or("?", |c| c.name.as_str());
         self.log.host_warning(&format!("redis `{name}`: {}", describe_error(&error)));

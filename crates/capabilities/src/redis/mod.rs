@@ -33,7 +33,7 @@ pub struct Redis;
 /// What one instance may do with Redis.
 pub struct RedisState {
     servers: RedisServers,
-    /// The most a reply may take (the connector's `limits.max_result_bytes`); a
+    /// The most a reply may take (the connector's `limits.max_batch_bytes`); a
     /// bigger one is refused, not handed to the guest.
     max_result_bytes: u64,
 }
