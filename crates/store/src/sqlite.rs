@@ -25,7 +25,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rusqlite::{Connection, ErrorCode, FileControl, OpenFlags, TransactionBehavior};
+use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
 
 use ferry_contract::files;
 
@@ -167,14 +167,18 @@ impl Database {
     }
 
     /// For a writer: run `write` (one transaction), and report it done only if the path
-    /// still names the file it went to (see [`Database::check_in_place`], also checked
-    /// first, so that a file known to be gone is not written to again).
+    /// still names the file it went to (see [`Database::check_in_place`]). A file known
+    /// to be gone is not written to again; one gone since the last check is found after
+    /// the write, which is then not done: looking before as well would find nothing
+    /// more, at the cost of a stat of each file in every commit.
     pub fn write<T>(
         &mut self,
         doing: &str,
         write: impl FnOnce(&mut Connection) -> rusqlite::Result<T>,
     ) -> Result<T, StoreError> {
-        self.check_in_place()?;
+        if let Some(lost) = self.in_place.as_ref().and_then(|in_place| in_place.lost.clone()) {
+            return Err(lost);
+        }
         let result = write(&mut self.connection);
         let written = result.map_err(|e| self.error(doing, e))?;
         self.check_in_place()?;
@@ -192,7 +196,7 @@ impl Database {
         if let Some(lost) = &in_place.lost {
             return Err(lost.clone());
         }
-        let Some(change) = in_place.change(&self.path, &self.connection) else { return Ok(()) };
+        let Some(change) = in_place.change(&self.path) else { return Ok(()) };
         let lost = io(
             &self.path,
             format!(
@@ -253,7 +257,7 @@ pub fn open_existing(path: &Path, format: &Format, access: Access) -> Result<Dat
         connection.busy_timeout(BUSY_TIMEOUT).and_then(|()| connection.pragma_update(None, "synchronous", "FULL"));
     set_up.map_err(|e| database.error("cannot set up the connection", e))?;
     if access == Access::Write {
-        database.in_place = Some(InPlace::record(path, &found, &database.connection)?);
+        database.in_place = Some(InPlace::record(path, &found)?);
         if database.connection.is_readonly("main").unwrap_or(false) {
             return Err(io(path, format!("cannot write the {}: {}", format.what, why_read_only(path))));
         }
@@ -539,22 +543,21 @@ struct InPlace {
 impl InPlace {
     /// Record the files `connection` has just opened at `path`, which was checked to
     /// be the regular file `found` before: it must still be that file.
-    fn record(path: &Path, found: &Metadata, connection: &Connection) -> Result<InPlace, StoreError> {
+    fn record(path: &Path, found: &Metadata) -> Result<InPlace, StoreError> {
         let mut in_place = InPlace { database: FileId::of(found), wal: None, lost: None };
-        if let Some(change) = in_place.change(path, connection) {
+        if let Some(change) = in_place.change(path) {
             return Err(io(path, format!("it was replaced while being opened ({change}); try again")));
         }
         Ok(in_place)
     }
 
     /// How the files under `path` differ from the ones open, if they do.
-    fn change(&mut self, path: &Path, connection: &Connection) -> Option<String> {
-        let mut moved = 0;
-        // SQLite's own check, on the file it has open: does the path still name it?
-        let _ = connection.file_control(Some("main"), FileControl::HasMoved(&mut moved));
+    fn change(&mut self, path: &Path) -> Option<String> {
+        // (SQLite's own check, `SQLITE_FCNTL_HAS_MOVED`, is this one: the inode the
+        // path names against the open file's.)
         match FileId::at(path) {
             None => return Some(format!("{} no longer exists", path.display())),
-            Some(now) if now != self.database || moved != 0 => {
+            Some(now) if now != self.database => {
                 return Some(format!("{} is now another file", path.display()));
             }
             Some(_) => {}
