@@ -1,9 +1,87 @@
 //! Helpers for connectors that speak MySQL or MariaDB through the host's `mysql`
 //! import: names quoted for SQL text (values need no quoting: the server binds them),
-//! and the import's errors in words for an operator.
+//! the import's errors in words for an operator, and the rows of `query-packed` read
+//! in place ([`table`]).
 
 use crate::Error;
-use crate::bindings::iggy::connector::mysql::Error as MysqlError;
+use crate::bindings::iggy::connector::mysql::{Error as MysqlError, PackedRows, Rows, Value};
+use crate::rows::{Reader, Table};
+
+/// A column's value, its text or bytes borrowed from the packed buffer: the contract's
+/// `value` by reference.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ValueRef<'a> {
+    Null,
+    Int(i64),
+    Uint(u64),
+    Float(f64),
+    Text(&'a str),
+    Bytes(&'a [u8]),
+}
+
+impl<'a> From<&'a Value> for ValueRef<'a> {
+    fn from(value: &'a Value) -> Self {
+        match value {
+            Value::Null => ValueRef::Null,
+            Value::Int(v) => ValueRef::Int(*v),
+            Value::Uint(v) => ValueRef::Uint(*v),
+            Value::Float(v) => ValueRef::Float(*v),
+            Value::Text(v) => ValueRef::Text(v),
+            Value::Bytes(v) => ValueRef::Bytes(v),
+        }
+    }
+}
+
+impl ValueRef<'_> {
+    /// The value, owned: to keep it past the buffer (a cursor's key).
+    pub fn to_value(self) -> Value {
+        match self {
+            ValueRef::Null => Value::Null,
+            ValueRef::Int(v) => Value::Int(v),
+            ValueRef::Uint(v) => Value::Uint(v),
+            ValueRef::Float(v) => Value::Float(v),
+            ValueRef::Text(v) => Value::Text(v.to_string()),
+            ValueRef::Bytes(v) => Value::Bytes(v.to_vec()),
+        }
+    }
+}
+
+/// The rows of `packed` (`query-packed`), or what is wrong with its buffer.
+pub fn table(packed: &PackedRows) -> Result<Table<'_, ValueRef<'_>>, String> {
+    Table::decode(&packed.columns, packed.count, &packed.data, |reader: &mut Reader<'_>| {
+        let [tag] = reader.take()?;
+        Ok(match tag {
+            0 => ValueRef::Null,
+            1 => ValueRef::Int(i64::from_le_bytes(reader.take()?)),
+            2 => ValueRef::Uint(u64::from_le_bytes(reader.take()?)),
+            3 => ValueRef::Float(f64::from_le_bytes(reader.take()?)),
+            4 => ValueRef::Text(reader.text()?),
+            5 => ValueRef::Bytes(reader.counted()?),
+            other => return Err(format!("unknown tag {other} (0 to 5, the cases of value in order)")),
+        })
+    })
+}
+
+/// `rows` packed as the host packs them: for a connector's native tests.
+pub fn pack(rows: &Rows) -> PackedRows {
+    let mut data = Vec::new();
+    for value in rows.rows.iter().flatten() {
+        let (tag, bytes): (u8, std::borrow::Cow<[u8]>) = match value {
+            Value::Null => (0, [].as_slice().into()),
+            Value::Int(v) => (1, v.to_le_bytes().to_vec().into()),
+            Value::Uint(v) => (2, v.to_le_bytes().to_vec().into()),
+            Value::Float(v) => (3, v.to_le_bytes().to_vec().into()),
+            Value::Text(v) => (4, v.as_bytes().into()),
+            Value::Bytes(v) => (5, v.as_slice().into()),
+        };
+        data.push(tag);
+        if tag >= 4 {
+            data.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+        }
+        data.extend_from_slice(&bytes);
+    }
+    PackedRows { columns: rows.columns.clone(), count: rows.rows.len() as u32, data }
+}
 
 /// The longest name MySQL takes for a table or a column.
 const MAX_NAME: usize = 64;
@@ -63,6 +141,29 @@ mod tests {
         for bad in ["a.b.c", "a.", ".b", "s.`t`"] {
             assert!(quote_table(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn packed_rows_read_back_as_the_values_they_were_and_a_bad_buffer_is_named() {
+        let rows = Rows {
+            columns: vec!["a".into(), "b".into(), "c".into()],
+            rows: vec![
+                vec![Value::Null, Value::Int(-3), Value::Uint(u64::MAX)],
+                vec![Value::Float(1.5), Value::Text("é".into()), Value::Bytes(vec![0, 255])],
+            ],
+        };
+        let packed = pack(&rows);
+        assert_eq!(&packed.data[..10], [0u8, 1, 253, 255, 255, 255, 255, 255, 255, 255]);
+        let table = table(&packed).unwrap();
+        assert_eq!((table.len(), table.columns()), (2, rows.columns.as_slice()));
+        for (got, want) in table.rows().zip(&rows.rows) {
+            assert_eq!(got, want.iter().map(ValueRef::from).collect::<Vec<_>>().as_slice());
+            assert_eq!(&got.iter().map(|v| v.to_value()).collect::<Vec<_>>(), want);
+        }
+        let cut = PackedRows { data: packed.data[..packed.data.len() - 1].to_vec(), ..packed.clone() };
+        assert!(super::table(&cut).unwrap_err().starts_with("packed rows: row 1, column 2"));
+        let tag = PackedRows { data: vec![9], count: 1, columns: vec!["a".into()] };
+        assert!(super::table(&tag).unwrap_err().contains("unknown tag 9"));
     }
 
     #[test]

@@ -53,35 +53,48 @@ impl<'a> From<&'a Value> for ValueRef<'a> {
     }
 }
 
-/// The rows of a packed result, decoded and checked once.
+/// The rows of a packed result, decoded and checked once: PostgreSQL's values by
+/// default, MySQL's with [`crate::mysql::table`].
 #[derive(Debug, Clone, PartialEq)]
-pub struct Table<'a> {
+pub struct Table<'a, V = ValueRef<'a>> {
     columns: &'a [String],
     count: usize,
     /// Row after row, one value per column.
-    values: Vec<ValueRef<'a>>,
+    values: Vec<V>,
 }
 
 impl<'a> Table<'a> {
     /// The rows of `packed`, or what is wrong with its buffer (which the host does
     /// not write: it would be a host's bug, reported rather than trusted).
     pub fn of(packed: &'a PackedRows) -> Result<Table<'a>, String> {
-        let (columns, count) = (packed.columns.len(), packed.count as usize);
-        let mut reader = Reader { bytes: &packed.data };
+        Table::decode(&packed.columns, packed.count, &packed.data, Reader::value)
+    }
+}
+
+impl<'a, V> Table<'a, V> {
+    /// `count` rows of `columns` out of `data`, each value read by `value`.
+    pub(crate) fn decode(
+        columns: &'a [String],
+        count: u32,
+        data: &'a [u8],
+        value: impl Fn(&mut Reader<'a>) -> Result<V, String>,
+    ) -> Result<Table<'a, V>, String> {
+        let count = count as usize;
+        let mut reader = Reader { bytes: data };
         // Each value takes a byte at least: a count the buffer cannot hold is not
         // trusted for an allocation.
-        let mut values = Vec::with_capacity(columns.saturating_mul(count).min(packed.data.len()));
+        let mut values = Vec::with_capacity(columns.len().saturating_mul(count).min(data.len()));
         for row in 0..count {
-            for column in 0..columns {
+            for column in 0..columns.len() {
                 let value =
-                    reader.value().map_err(|what| format!("packed rows: row {row}, column {column}: {what}"))?;
+                    value(&mut reader).map_err(|what| format!("packed rows: row {row}, column {column}: {what}"))?;
                 values.push(value);
             }
         }
         if !reader.bytes.is_empty() {
             return Err(format!("packed rows: {} bytes after the last of {count} rows", reader.bytes.len()));
         }
-        Ok(Table { columns: &packed.columns, count, values })
+        Ok(Table { columns, count, values })
     }
 
     /// Column names, in order.
@@ -99,13 +112,13 @@ impl<'a> Table<'a> {
     }
 
     /// Row `index`: one value per column.
-    pub fn row(&self, index: usize) -> &[ValueRef<'a>] {
+    pub fn row(&self, index: usize) -> &[V] {
         let width = self.columns.len();
         &self.values[index * width..(index + 1) * width]
     }
 
     /// The rows, in order.
-    pub fn rows(&self) -> impl ExactSizeIterator<Item = &[ValueRef<'a>]> {
+    pub fn rows(&self) -> impl ExactSizeIterator<Item = &[V]> {
         (0..self.count).map(|index| self.row(index))
     }
 }
@@ -135,7 +148,7 @@ pub fn pack(rows: &Rows) -> PackedRows {
 }
 
 /// What is left of the buffer.
-struct Reader<'a> {
+pub(crate) struct Reader<'a> {
     bytes: &'a [u8],
 }
 
@@ -159,13 +172,13 @@ impl<'a> Reader<'a> {
         })
     }
 
-    fn take<const N: usize>(&mut self) -> Result<[u8; N], String> {
+    pub(crate) fn take<const N: usize>(&mut self) -> Result<[u8; N], String> {
         let (bytes, rest) = self.bytes.split_first_chunk().ok_or("the buffer ends inside a value")?;
         self.bytes = rest;
         Ok(*bytes)
     }
 
-    fn counted(&mut self) -> Result<&'a [u8], String> {
+    pub(crate) fn counted(&mut self) -> Result<&'a [u8], String> {
         let length = u32::from_le_bytes(self.take()?) as usize;
         if length > self.bytes.len() {
             return Err(format!("a length of {length} with {} bytes left", self.bytes.len()));
@@ -175,7 +188,7 @@ impl<'a> Reader<'a> {
         Ok(bytes)
     }
 
-    fn text(&mut self) -> Result<&'a str, String> {
+    pub(crate) fn text(&mut self) -> Result<&'a str, String> {
         std::str::from_utf8(self.counted()?).map_err(|e| format!("text that is not UTF-8 ({e})"))
     }
 }

@@ -6,6 +6,7 @@
 
 use ferry_guest::Error;
 use ferry_guest::bindings::iggy::connector::mysql::Value;
+use ferry_guest::mysql::ValueRef;
 use serde::{Deserialize, Serialize};
 
 /// Where the connector is, as the host stores it (JSON).
@@ -48,14 +49,14 @@ pub enum Key {
 
 impl Key {
     /// The key in `value`, the value of `column` (named in the error).
-    pub fn from_value(value: &Value, column: &str) -> Result<Key, Error> {
+    pub fn from_value(value: ValueRef, column: &str) -> Result<Key, Error> {
         Ok(match value {
-            Value::Int(v) => Key::Int(*v),
-            Value::Uint(v) => Key::Uint(*v),
-            Value::Float(v) => Key::Float(*v),
-            Value::Text(v) => Key::Text(v.clone()),
-            Value::Bytes(v) => Key::Bytes(v.clone()),
-            Value::Null => return Err(Error::msg(format!("a row has NULL in column `{column}`"))),
+            ValueRef::Int(v) => Key::Int(v),
+            ValueRef::Uint(v) => Key::Uint(v),
+            ValueRef::Float(v) => Key::Float(v),
+            ValueRef::Text(v) => Key::Text(v.to_string()),
+            ValueRef::Bytes(v) => Key::Bytes(v.to_vec()),
+            ValueRef::Null => return Err(Error::msg(format!("a row has NULL in column `{column}`"))),
         })
     }
 
@@ -126,7 +127,7 @@ mod tests {
         ] {
             let json = serde_json::to_string(&key).unwrap();
             assert_eq!(serde_json::from_str::<Key>(&json).unwrap(), key, "{json}");
-            assert_eq!(Key::from_value(&key.to_value(), "c").unwrap(), key);
+            assert_eq!(Key::from_value((&key.to_value()).into(), "c").unwrap(), key);
         }
     }
 
@@ -134,7 +135,7 @@ mod tests {
     fn a_cursor_of_another_shape_and_a_null_key_are_refused() {
         assert!(serde_json::from_str::<Cursor>(r#"{"next_seq": 3}"#).is_err());
         assert!(serde_json::from_str::<Cursor>(r#"{"after": {"tracking": {"timestamp": 1}}}"#).is_err());
-        let null = Key::from_value(&Value::Null, "created_at").unwrap_err();
+        let null = Key::from_value(ValueRef::Null, "created_at").unwrap_err();
         assert!(null.message().contains("NULL in column `created_at`"), "{null}");
     }
 

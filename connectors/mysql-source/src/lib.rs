@@ -35,7 +35,7 @@ mod cursor;
 mod rows;
 mod sql;
 
-use ferry_guest::bindings::iggy::connector::mysql::{Connection, Error as MysqlError, Rows, Statement};
+use ferry_guest::bindings::iggy::connector::mysql::{Connection, Error as MysqlError, PackedRows, Statement};
 use ferry_guest::mysql::describe;
 use ferry_guest::{Batch, Error, Source};
 
@@ -92,9 +92,9 @@ impl Source for MysqlSource {
             self.after_ack(cursor)?;
         }
         let Statement { sql, params } = self.sql.next_rows(cursor.after.as_ref())?;
-        let rows: Rows = self
+        let rows: PackedRows = self
             .connection
-            .query(&sql, &params)
+            .query_packed(&sql, &params)
             .map_err(|e| failed(&self.name, &format!("reading the rows of `{}`", self.table), &e))?;
         // An error (a missing column, a NULL key) fails the poll; the host logs it.
         self.reader.batch(&rows)

@@ -13,7 +13,8 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
-use ferry_guest::bindings::iggy::connector::mysql::{Rows, Value};
+use ferry_guest::bindings::iggy::connector::mysql::PackedRows;
+use ferry_guest::mysql::ValueRef;
 use ferry_guest::row::write_json_string;
 use ferry_guest::{Batch, Error, Message};
 
@@ -50,12 +51,16 @@ impl Reader {
     }
 
     /// The batch of `rows` (read in the cursor's order), or `None` when there are none.
-    pub fn batch(&self, rows: &Rows) -> Result<Option<Batch<Cursor>>, Error> {
-        let Some(last) = rows.rows.last() else { return Ok(None) };
-        let at = self.locate(&rows.columns)?;
+    pub fn batch(&self, rows: &PackedRows) -> Result<Option<Batch<Cursor>>, Error> {
+        let table = ferry_guest::mysql::table(rows).map_err(Error::msg)?;
+        if table.is_empty() {
+            return Ok(None);
+        }
+        let last = table.row(table.len() - 1);
+        let at = self.locate(table.columns())?;
         // Each column's name as an object key, `"name":`, escaped once for all rows.
-        let keys: Vec<Vec<u8>> = rows
-            .columns
+        let keys: Vec<Vec<u8>> = table
+            .columns()
             .iter()
             .map(|column| {
                 let mut key = Vec::with_capacity(column.len() + 3);
@@ -64,12 +69,9 @@ impl Reader {
                 key
             })
             .collect();
-        let mut messages = Vec::with_capacity(rows.rows.len());
+        let mut messages = Vec::with_capacity(table.len());
         let mut delivered = Vec::new();
-        for row in &rows.rows {
-            if row.len() != keys.len() {
-                return Err(Error::msg(format!("a row has {} values for {} columns", row.len(), keys.len())));
-            }
+        for row in table.rows() {
             let mut payload = Vec::with_capacity(16 * keys.len());
             payload.push(b'{');
             for (index, (key, value)) in keys.iter().zip(row).enumerate() {
@@ -77,10 +79,10 @@ impl Reader {
                     payload.push(b',');
                 }
                 payload.extend_from_slice(key);
-                write_value(&mut payload, value);
+                write_value(&mut payload, *value);
             }
             payload.push(b'}');
-            let key = Key::from_value(&row[at.primary_key], &self.primary_key)?;
+            let key = Key::from_value(row[at.primary_key], &self.primary_key)?;
             messages.push(
                 Message::new(payload)
                     .with_id(key.message_id(&self.table))
@@ -92,9 +94,9 @@ impl Reader {
             }
         }
         let after = Position {
-            tracking: Key::from_value(&last[at.tracking], &self.tracking)?,
+            tracking: Key::from_value(last[at.tracking], &self.tracking)?,
             tie_breaker: match (at.tie_breaker, &self.tie_breaker) {
-                (Some(index), Some(name)) => Some(Key::from_value(&last[index], name)?),
+                (Some(index), Some(name)) => Some(Key::from_value(last[index], name)?),
                 _ => None,
             },
         };
@@ -118,22 +120,23 @@ impl Reader {
     }
 }
 
-fn write_value(out: &mut Vec<u8>, value: &Value) {
+fn write_value(out: &mut Vec<u8>, value: ValueRef) {
     match value {
-        Value::Null => out.extend_from_slice(b"null"),
-        Value::Int(v) => serde_json::to_writer(&mut *out, v).expect("an integer always serializes"),
-        Value::Uint(v) => serde_json::to_writer(&mut *out, v).expect("an integer always serializes"),
+        ValueRef::Null => out.extend_from_slice(b"null"),
+        ValueRef::Int(v) => serde_json::to_writer(&mut *out, &v).expect("an integer always serializes"),
+        ValueRef::Uint(v) => serde_json::to_writer(&mut *out, &v).expect("an integer always serializes"),
         // MySQL stores no NaN or infinity; were one to come, it would still be JSON.
-        Value::Float(v) if v.is_finite() => serde_json::to_writer(&mut *out, v).expect("a finite float serializes"),
-        Value::Float(v) => write_json_string(out, &v.to_string()),
-        Value::Text(v) => write_json_string(out, v),
-        Value::Bytes(v) => write_json_string(out, &BASE64.encode(v)),
+        ValueRef::Float(v) if v.is_finite() => serde_json::to_writer(&mut *out, &v).expect("a finite float serializes"),
+        ValueRef::Float(v) => write_json_string(out, &v.to_string()),
+        ValueRef::Text(v) => write_json_string(out, v),
+        ValueRef::Bytes(v) => write_json_string(out, &BASE64.encode(v)),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use ferry_guest::HeaderValue;
+    use ferry_guest::bindings::iggy::connector::mysql::{Rows, Value};
     use serde_json::json;
 
     use super::*;
@@ -142,8 +145,8 @@ mod tests {
         Reader::new(&serde_json::from_str(json).unwrap())
     }
 
-    fn rows(columns: &[&str], rows: Vec<Vec<Value>>) -> Rows {
-        Rows { columns: columns.iter().map(|c| c.to_string()).collect(), rows }
+    fn rows(columns: &[&str], rows: Vec<Vec<Value>>) -> PackedRows {
+        ferry_guest::mysql::pack(&Rows { columns: columns.iter().map(|c| c.to_string()).collect(), rows })
     }
 
     #[test]

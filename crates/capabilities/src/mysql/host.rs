@@ -10,14 +10,16 @@
 
 use std::time::Duration;
 
-use ferry_contract::wit::mysql::{self as contract, Connection, Error, Host, HostConnection, Refusal, Rows, Statement, Value};
+use ferry_contract::wit::mysql::{
+    self as contract, Connection, Error, Host, HostConnection, PackedRows, Refusal, Rows, Statement, Value,
+};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Params, TxOpts};
 use wasmtime::component::{HasData, Linker, Resource, ResourceTable};
 
 use super::MysqlState;
 use super::servers::Reached;
-use super::values::{column, param};
+use super::values::{column, pack, param};
 use crate::GuestData;
 use crate::handles::hold;
 use crate::logging::GuestLog;
@@ -98,36 +100,23 @@ impl HostConnection for MysqlView<'_> {
     }
 
     async fn query(&mut self, this: Resource<Connection>, sql: String, params: Vec<Value>) -> Result<Rows, Error> {
-        let max_bytes = self.state.max_result_bytes;
-        self.within(&this, async |connection| {
-            let conn = connection.conn().await?;
-            let params = Params::Positional(params.into_iter().map(param).collect());
-            let mut result = conn.exec_iter(sql, params).await.map_err(|e| refused(e, None))?;
-            let mut rows = Vec::new();
-            let mut columns = Vec::new();
-            let mut bytes = 0u64;
-            while let Some(row) = result.next().await.map_err(|e| refused(e, None))? {
-                if columns.is_empty() {
-                    columns = row.columns_ref().iter().map(|c| c.name_str().into_owned()).collect();
-                }
-                if rows.len() == MAX_ROWS {
-                    // The rest is not read: the connection is not reused.
-                    return Err(Error::Connection(format!("the query returned more than {MAX_ROWS} rows")));
-                }
-                bytes += row_size(&row);
-                if bytes > max_bytes {
-                    return Err(Error::Connection(format!(
-                        "the query's rows are more than {max_bytes} bytes, the most this connector may take \
-                         (limits.max_batch_bytes): ask for fewer rows at a time"
-                    )));
-                }
-                let kinds: Vec<_> = row.columns_ref().iter().map(|c| (c.column_type(), c.character_set())).collect();
-                let values = row.unwrap().into_iter().zip(kinds).map(|(value, (kind, charset))| column(value, kind, charset));
-                rows.push(values.collect());
-            }
-            Ok(Rows { columns, rows })
-        })
-        .await
+        let (columns, rows) = self.read(this, sql, params, Vec::new(), |rows, values| rows.push(values)).await?;
+        Ok(Rows { columns, rows })
+    }
+
+    async fn query_packed(
+        &mut self,
+        this: Resource<Connection>,
+        sql: String,
+        params: Vec<Value>,
+    ) -> Result<PackedRows, Error> {
+        let (columns, (count, data)) = self
+            .read(this, sql, params, (0u32, Vec::new()), |(count, data), values| {
+                *count += 1;
+                values.iter().for_each(|value| pack(value, data));
+            })
+            .await?;
+        Ok(PackedRows { columns, count, data })
     }
 
     async fn execute(&mut self, this: Resource<Connection>, sql: String, params: Vec<Value>) -> Result<u64, Error> {
@@ -167,6 +156,50 @@ impl HostConnection for MysqlView<'_> {
 }
 
 impl MysqlView<'_> {
+    /// Run the query `sql` on `this` and give each row's values to `keep`, into `rows`:
+    /// at most [`MAX_ROWS`] rows and the connector's byte budget. Its columns and
+    /// `rows`.
+    async fn read<R: Send>(
+        &mut self,
+        this: Resource<Connection>,
+        sql: String,
+        params: Vec<Value>,
+        rows: R,
+        keep: impl Fn(&mut R, Vec<Value>) + Send,
+    ) -> Result<(Vec<String>, R), Error> {
+        let max_bytes = self.state.max_result_bytes;
+        self.within(&this, async |connection| {
+            let mut rows = rows;
+            let conn = connection.conn().await?;
+            let params = Params::Positional(params.into_iter().map(param).collect());
+            let mut result = conn.exec_iter(sql, params).await.map_err(|e| refused(e, None))?;
+            let mut columns = Vec::new();
+            let (mut count, mut bytes) = (0usize, 0u64);
+            while let Some(row) = result.next().await.map_err(|e| refused(e, None))? {
+                if columns.is_empty() {
+                    columns = row.columns_ref().iter().map(|c| c.name_str().into_owned()).collect();
+                }
+                if count == MAX_ROWS {
+                    // The rest is not read: the connection is not reused.
+                    return Err(Error::Connection(format!("the query returned more than {MAX_ROWS} rows")));
+                }
+                bytes += row_size(&row);
+                if bytes > max_bytes {
+                    return Err(Error::Connection(format!(
+                        "the query's rows are more than {max_bytes} bytes, the most this connector may take \
+                         (limits.max_batch_bytes): ask for fewer rows at a time"
+                    )));
+                }
+                let kinds: Vec<_> = row.columns_ref().iter().map(|c| (c.column_type(), c.character_set())).collect();
+                let values = row.unwrap().into_iter().zip(kinds).map(|(value, (kind, charset))| column(value, kind, charset));
+                keep(&mut rows, values.collect());
+                count += 1;
+            }
+            Ok((columns, rows))
+        })
+        .await
+    }
+
     /// Run `call` on the connection behind `this` within what is left of the guest's
     /// call; a failure of the connection (or the deadline) drops it, and every failure
     /// is logged.

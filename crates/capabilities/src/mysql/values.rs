@@ -50,6 +50,32 @@ pub fn column(value: Server, kind: ColumnType, charset: u16) -> Value {
     }
 }
 
+/// `value` packed at the end of `data`, as `packed-rows` has it (`wit/mysql.wit`).
+pub fn pack(value: &Value, data: &mut Vec<u8>) {
+    let counted = |data: &mut Vec<u8>, tag: u8, bytes: &[u8]| {
+        data.push(tag);
+        data.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+        data.extend_from_slice(bytes);
+    };
+    match value {
+        Value::Null => data.push(0),
+        Value::Int(n) => {
+            data.push(1);
+            data.extend_from_slice(&n.to_le_bytes());
+        }
+        Value::Uint(n) => {
+            data.push(2);
+            data.extend_from_slice(&n.to_le_bytes());
+        }
+        Value::Float(x) => {
+            data.push(3);
+            data.extend_from_slice(&x.to_le_bytes());
+        }
+        Value::Text(text) => counted(data, 4, text.as_bytes()),
+        Value::Bytes(bytes) => counted(data, 5, bytes),
+    }
+}
+
 /// `.ffffff` without trailing zeros; nothing for a whole second.
 fn fraction(micros: u32) -> String {
     if micros == 0 {
