@@ -703,28 +703,38 @@ struct SinkWriter {
 }
 
 impl SinkWriter {
-    /// `rows` in one transaction of one INSERT each, committed.
+    /// `rows` in one transaction of one INSERT each, pipelined (all sent before the
+    /// first answer is read, as the host's `transaction` does), committed.
     async fn write(&mut self, rows: &[SinkRow<'_>]) {
         let transaction = self.client.transaction().await.expect("BEGIN");
-        for row in rows {
-            // As the sink does: jsonb when the payload is a document jsonb takes, else bytes.
-            let text = std::str::from_utf8(row.payload).ok().filter(|text| is_jsonb(text));
-            let (payload, payload_bytes) = match text {
-                Some(text) => (Some(Jsonb(text)), None),
-                None => (None, Some(row.payload)),
-            };
+        let values: Vec<_> = rows
+            .iter()
+            .map(|row| {
+                // As the sink does: jsonb when the payload is a document jsonb takes, else bytes.
+                let text = std::str::from_utf8(row.payload).ok().filter(|text| is_jsonb(text));
+                let (payload, payload_bytes) = match text {
+                    Some(text) => (Some(Jsonb(text)), None),
+                    None => (None, Some(row.payload)),
+                };
+                (payload, payload_bytes, Jsonb(&row.headers))
+            })
+            .collect();
+        let executions = rows.iter().zip(&values).map(|(row, (payload, payload_bytes, headers))| {
             let params: [&(dyn ToSql + Sync); 9] = [
                 &row.id,
-                &payload,
-                &payload_bytes,
-                &Jsonb(&row.headers),
+                payload,
+                payload_bytes,
+                headers,
                 &STREAM,
                 &row.topic,
                 &row.partition,
                 &row.offset,
                 &row.origin_timestamp,
             ];
-            transaction.execute(&self.insert, &params).await.expect("the INSERT");
+            transaction.execute_raw(&self.insert, params)
+        });
+        for done in futures::future::join_all(executions).await {
+            done.expect("the INSERT");
         }
         transaction.commit().await.expect("COMMIT");
     }

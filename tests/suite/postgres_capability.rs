@@ -160,9 +160,12 @@ async fn a_refused_statement_is_a_value_and_a_transaction_rolls_back_whole() {
     server.execute("CREATE TABLE t (id int8 PRIMARY KEY, n int4)").await;
     let h = Harness::new();
     let steps = json!([
+        // Sent pipelined: the statement after the refused one is refused too (the
+        // transaction is aborted), and the error names the one at fault.
         { "transaction": [
             { "sql": "INSERT INTO t VALUES ($1, 0)", "params": [{ "int": 10 }] },
-            { "sql": "INSERT INTO t VALUES ($1, 0)", "params": [{ "int": 10 }] }
+            { "sql": "INSERT INTO t VALUES ($1, 0)", "params": [{ "int": 10 }] },
+            { "sql": "INSERT INTO t VALUES ($1, 0)", "params": [{ "int": 11 }] }
         ] },
         { "execute": { "sql": "INSERT INTO t VALUES ($1, $2)", "params": [{ "int": 1 }, { "int": 1_i64 << 40 }] } },
         { "execute": { "sql": "INSERT INTO t VALUES ($1, $2)", "params": [{ "int": 1 }, { "text": "x" }] } },

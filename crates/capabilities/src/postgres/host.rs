@@ -120,10 +120,17 @@ impl HostConnection for PostgresView<'_> {
                 prepared.push(prepare(client, &statement.sql, &statement.params, Some(index)).await?);
             }
             let transaction = client.transaction().await.map_err(|e| classify(e, None))?;
+            // Pipelined: every statement is sent before the first answer is read, so a
+            // batch costs a round trip or two rather than one a statement. The server
+            // runs them in order; once one fails it refuses the rest as part of an
+            // aborted transaction, so the first failure in order is the statement at
+            // fault.
+            let params: Vec<Vec<Param>> = statements.iter().map(|statement| as_params(&statement.params)).collect();
+            let bound: Vec<_> = params.iter().map(|params| refs(params)).collect();
+            let executions = prepared.iter().zip(&bound).map(|(prepared, params)| transaction.execute(prepared, params));
+            let results = futures::future::join_all(executions).await;
             let mut affected = Vec::with_capacity(statements.len());
-            for (index, (statement, prepared)) in statements.iter().zip(&prepared).enumerate() {
-                let params = as_params(&statement.params);
-                let rows = transaction.execute(prepared, &refs(&params)).await;
+            for (index, rows) in results.into_iter().enumerate() {
                 // Dropping the transaction on error rolls it back.
                 affected.push(rows.map_err(|e| classify(e, Some(index)))?);
             }
