@@ -255,9 +255,12 @@ async fn native_source(
         };
         let receipt = log.deliver(delivery).await.expect("appending to the log");
         generation = cursor.commit(state, receipt).await.expect("committing the cursor").generation;
+        // The clock starts where ferry's does: at its first ACK event, which the host
+        // reports once the batch is committed, before the guest acknowledges it to the
+        // server.
+        start.get_or_insert_with(Instant::now);
         client.publish(last_reply.expect("its reply"), "+ACK".into()).await.expect("the acknowledgement");
         client.flush().await.expect("the acknowledgement flushed");
-        start.get_or_insert_with(Instant::now);
     }
     start.expect("at least one batch").elapsed()
 }

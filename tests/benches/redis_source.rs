@@ -238,9 +238,12 @@ async fn native_source(
         };
         let receipt = log.deliver(delivery).await.expect("appending to the log");
         generation = cursor.commit(state, receipt).await.expect("committing the cursor").generation;
+        // The clock starts where ferry's does: at its first ACK event, which the host
+        // reports once the batch is committed, before the guest acknowledges it to the
+        // server.
+        start.get_or_insert_with(Instant::now);
         let _: u64 =
             redis::cmd("XACK").arg(&key).arg(&group).arg(&ids).query_async(&mut connection).await.expect("XACK");
-        start.get_or_insert_with(Instant::now);
     }
     start.expect("at least one batch").elapsed()
 }
