@@ -35,6 +35,40 @@ pub fn write_json_string(out: &mut Vec<u8>, text: &str) {
     }
 }
 
+/// What a table source does with its rows once their batch is acknowledged
+/// (`plugin_config.after_ack`): `{ delete = true }` or `{ mark_column = "..." }`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AfterAck {
+    /// Delete them.
+    Delete,
+    /// Set this boolean column to true (and read only rows where it is not true).
+    Mark(String),
+}
+
+impl<'de> serde::Deserialize<'de> for AfterAck {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Raw {
+            #[serde(default)]
+            delete: bool,
+            #[serde(default)]
+            mark_column: Option<String>,
+        }
+        let raw = Raw::deserialize(deserializer)?;
+        match (raw.delete, raw.mark_column) {
+            (true, None) => Ok(AfterAck::Delete),
+            (false, Some(column)) => Ok(AfterAck::Mark(column)),
+            (true, Some(_)) => Err(serde::de::Error::custom(
+                "plugin_config.after_ack has both delete and mark_column: choose one (rows are deleted, or marked)",
+            )),
+            (false, None) => Err(serde::de::Error::custom(
+                "plugin_config.after_ack says nothing to do: write { delete = true } or { mark_column = \"...\" }",
+            )),
+        }
+    }
+}
+
 /// `#[serde(with = "ferry_guest::row::base64_bytes")]`: bytes as base64 text in a
 /// stored cursor, which stays readable JSON.
 pub mod base64_bytes {

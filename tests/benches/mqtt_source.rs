@@ -43,7 +43,6 @@ use ferry::engine::delivery::{Delivery, StagedCursor, Target};
 use ferry::engine::source::{SourceConnector, SourceSettings};
 use ferry::runtime::{Runtime, Sandbox, SourceComponent};
 use ferry::store::local_log::{LocalLog, LoggedCursor};
-use ferry::store::state::StateDir;
 use ferry_tests::bench::{self, Measured, Rounds, compare, time_source};
 use ferry_tests::components::MQTT_SOURCE;
 use ferry_tests::harness::quick_settings;
@@ -182,11 +181,7 @@ async fn closed(events: &mut EventLoop) {
 }
 
 fn logged(dir: &Path, name: &str) -> (Arc<LocalLog>, LoggedCursor) {
-    let dir = dir.join(name);
-    let log = Arc::new(LocalLog::new(dir.join("log")));
-    let file = StateDir::new(dir.join("state")).open_with(KEY, INTERVAL).expect("a state file");
-    let cursor = LoggedCursor::new(file, KEY, &log, vec![(STREAM.to_string(), name.to_string())]);
-    (log, cursor)
+    bench::logged_run(dir, name, KEY, STREAM, INTERVAL)
 }
 
 /// The broker as `[mqtt.bench]` defines it, granted to a connector.
@@ -239,16 +234,8 @@ fn ferry_source(
 /// Round `run`'s two logs hold every message once, the same payloads and ids in the
 /// same order.
 fn check_same_logs(dir: &Path, shape: Shape, run: u32) {
-    let records = |side: &str| {
-        let name = session(side, shape, run);
-        LocalLog::read_all(&dir.join(&name).join("log"), STREAM, &name).expect("the topic")
-    };
-    let (ferry, native) = (records("ferry"), records("native"));
-    assert_eq!(ferry.len() as u64, shape.messages, "round {run}: ferry's log holds every message");
-    assert_eq!(native.len() as u64, shape.messages, "round {run}: the native log holds every message");
-    for (f, n) in ferry.iter().zip(&native) {
-        assert_eq!((&f.payload, f.id), (&n.payload, n.id), "round {run}: the message at offset {}", f.offset);
-    }
+    let names = (session("ferry", shape, run), session("native", shape, run));
+    let ferry = bench::check_same_logs(dir, STREAM, (&names.0, &names.1), shape.messages, true);
     let seqs = ferry_tests::records::seqs(&ferry);
     assert!(seqs.iter().copied().eq(0..shape.messages), "round {run}: every message once, in order");
 }

@@ -38,7 +38,6 @@ use ferry::engine::delivery::{Delivery, StagedCursor, Target};
 use ferry::engine::source::{SourceConnector, SourceSettings};
 use ferry::runtime::{Runtime, Sandbox, SourceComponent};
 use ferry::store::local_log::{LocalLog, LoggedCursor};
-use ferry::store::state::StateDir;
 use ferry_tests::bench::{self, Measured, Rounds, compare, time_source};
 use ferry_tests::components::NATS_SOURCE;
 use ferry_tests::harness::quick_settings;
@@ -131,11 +130,7 @@ fn durable(side: &str, shape: Shape, run: u32) -> String {
 }
 
 fn logged(dir: &Path, name: &str) -> (Arc<LocalLog>, LoggedCursor) {
-    let dir = dir.join(name);
-    let log = Arc::new(LocalLog::new(dir.join("log")));
-    let file = StateDir::new(dir.join("state")).open_with(KEY, INTERVAL).expect("a state file");
-    let cursor = LoggedCursor::new(file, KEY, &log, vec![(STREAM.to_string(), name.to_string())]);
-    (log, cursor)
+    bench::logged_run(dir, name, KEY, STREAM, INTERVAL)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -177,16 +172,8 @@ fn ferry_source(
 /// The first rounds' logs hold every message once, the same payloads and ids in the
 /// same order.
 fn check_same_logs(dir: &Path, shape: Shape) {
-    let records = |side: &str| {
-        let name = durable(side, shape, 0);
-        LocalLog::read_all(&dir.join(&name).join("log"), STREAM, &name).expect("the topic")
-    };
-    let (ferry, native) = (records("ferry"), records("native"));
-    assert_eq!(ferry.len() as u64, shape.messages, "ferry's log holds every message");
-    assert_eq!(native.len() as u64, shape.messages, "the native log holds every message");
-    for (f, n) in ferry.iter().zip(&native) {
-        assert_eq!((&f.payload, f.id), (&n.payload, n.id), "the message at offset {}", f.offset);
-    }
+    let names = (durable("ferry", shape, 0), durable("native", shape, 0));
+    bench::check_same_logs(dir, STREAM, (&names.0, &names.1), shape.messages, true);
 }
 
 /// The id the source gives the message `sequence` of `stream`: FNV-1a of the stream's

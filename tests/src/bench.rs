@@ -247,3 +247,45 @@ pub async fn fill_local_log(log: &std::path::Path, messages: u64, payload: usize
         target.deliver(delivery).await.expect("filling the log");
     }
 }
+
+/// The local log and cursor of a source bench's run `name`: `dir/name/log`, a state
+/// file for `key` at `durability` in `dir/name/state`, the cursor kept beside the
+/// batches of the topic `stream/name`. The same for both sides, so that they make the
+/// same `LocalLog::deliver` and `LoggedCursor::commit` calls.
+pub fn logged_run(
+    dir: &std::path::Path,
+    name: &str,
+    key: &str,
+    stream: &str,
+    durability: ferry::contract::Durability,
+) -> (Arc<ferry::store::local_log::LocalLog>, ferry::store::local_log::LoggedCursor) {
+    use ferry::store::local_log::{LocalLog, LoggedCursor};
+    let dir = dir.join(name);
+    let log = Arc::new(LocalLog::new(dir.join("log")));
+    let file = ferry::store::state::StateDir::new(dir.join("state")).open_with(key, durability).expect("a state file");
+    let cursor = LoggedCursor::new(file, key, &log, vec![(stream.to_string(), name.to_string())]);
+    (log, cursor)
+}
+
+/// Check that the runs `ferry` and `native` (made by [`logged_run`] under `dir`) each
+/// hold `count` records, the same payloads in the same order, and the same ids too when
+/// `same_ids`. Ferry's records, for more checks.
+pub fn check_same_logs(
+    dir: &std::path::Path,
+    stream: &str,
+    (ferry, native): (&str, &str),
+    count: u64,
+    same_ids: bool,
+) -> Vec<ferry::store::local_log::Record> {
+    let records = |name: &str| {
+        ferry::store::local_log::LocalLog::read_all(&dir.join(name).join("log"), stream, name).expect("the topic")
+    };
+    let (ferry, native) = (records(ferry), records(native));
+    assert_eq!(ferry.len() as u64, count, "ferry's log holds every record");
+    assert_eq!(native.len() as u64, count, "the native log holds every record");
+    for (f, n) in ferry.iter().zip(&native) {
+        assert_eq!(f.payload, n.payload, "the payload at offset {}", f.offset);
+        assert!(!same_ids || f.id == n.id, "the id at offset {}: {:?} and {:?}", f.offset, f.id, n.id);
+    }
+    ferry
+}

@@ -2,6 +2,7 @@
 //! the key, before anything reaches the server.
 
 use ferry_guest::Error;
+pub use ferry_guest::row::AfterAck;
 use serde::Deserialize;
 
 use crate::iggy::{Envelope, IggyRaw};
@@ -23,16 +24,7 @@ struct Raw {
     #[serde(default = "default_batch_size")]
     batch_size: u32,
     #[serde(default)]
-    after_ack: Option<RawAfterAck>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawAfterAck {
-    #[serde(default)]
-    delete: bool,
-    #[serde(default)]
-    mark_column: Option<String>,
+    after_ack: Option<AfterAck>,
 }
 
 fn default_primary_key() -> String {
@@ -46,15 +38,6 @@ fn default_batch_size() -> u32 {
 /// The most rows one batch may hold: `after_ack` names each row's key as a
 /// parameter of one statement, and PostgreSQL takes at most 65,535 of them.
 pub const MAX_BATCH_SIZE: u32 = 10_000;
-
-/// What to do with rows once their batch is acknowledged.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum AfterAck {
-    /// Delete them.
-    Delete,
-    /// Set this boolean column to true (and read only rows where it is not true).
-    Mark(String),
-}
 
 /// The checked settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,21 +97,6 @@ impl Config {
             None => None,
             Some(query) => Some(check_query(&query).map_err(|e| e.context("plugin_config.query"))?),
         };
-        let after_ack = match raw.after_ack {
-            None => None,
-            Some(RawAfterAck { delete: true, mark_column: None }) => Some(AfterAck::Delete),
-            Some(RawAfterAck { delete: false, mark_column: Some(column) }) => Some(AfterAck::Mark(column)),
-            Some(RawAfterAck { delete: true, mark_column: Some(_) }) => {
-                return Err(Error::msg(
-                    "plugin_config.after_ack has both delete and mark_column: choose one (rows are deleted, or marked)",
-                ));
-            }
-            Some(RawAfterAck { delete: false, mark_column: None }) => {
-                return Err(Error::msg(
-                    "plugin_config.after_ack says nothing to do: write { delete = true } or { mark_column = \"...\" }",
-                ));
-            }
-        };
         let tracking_column = raw.tracking_column.unwrap_or_else(|| raw.primary_key.clone());
         let tie_breaker_column = raw.tie_breaker_column.filter(|tie| *tie != tracking_column);
         Ok(Config {
@@ -139,7 +107,7 @@ impl Config {
             tie_breaker_column,
             primary_key: raw.primary_key,
             batch_size: raw.batch_size,
-            after_ack,
+            after_ack: raw.after_ack,
             initial_offset: None,
             other_tables: Vec::new(),
             envelope: None,

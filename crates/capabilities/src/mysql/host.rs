@@ -173,11 +173,13 @@ impl MysqlView<'_> {
             let conn = connection.conn().await?;
             let params = Params::Positional(params.into_iter().map(param).collect());
             let mut result = conn.exec_iter(sql, params).await.map_err(|e| refused(e, None))?;
-            let mut columns = Vec::new();
+            let (mut columns, mut kinds) = (Vec::new(), Vec::new());
             let (mut count, mut bytes) = (0usize, 0u64);
             while let Some(row) = result.next().await.map_err(|e| refused(e, None))? {
+                // Every row of a result has its columns: named and typed once.
                 if columns.is_empty() {
                     columns = row.columns_ref().iter().map(|c| c.name_str().into_owned()).collect();
+                    kinds = row.columns_ref().iter().map(|c| (c.column_type(), c.character_set())).collect();
                 }
                 if count == MAX_ROWS {
                     // The rest is not read: the connection is not reused.
@@ -190,8 +192,7 @@ impl MysqlView<'_> {
                          (limits.max_batch_bytes): ask for fewer rows at a time"
                     )));
                 }
-                let kinds: Vec<_> = row.columns_ref().iter().map(|c| (c.column_type(), c.character_set())).collect();
-                let values = row.unwrap().into_iter().zip(kinds).map(|(value, (kind, charset))| column(value, kind, charset));
+                let values = row.unwrap().into_iter().zip(&kinds).map(|(value, &(kind, charset))| column(value, kind, charset));
                 keep(&mut rows, values.collect());
                 count += 1;
             }
