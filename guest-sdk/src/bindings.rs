@@ -35,6 +35,7 @@ pub mod sink {
             "iggy:connector/nats@0.2.1": crate::bindings::iggy::connector::nats,
             "iggy:connector/mqtt@0.2.1": crate::bindings::iggy::connector::mqtt,
             "iggy:connector/mysql@0.2.1": crate::bindings::iggy::connector::mysql,
+            "iggy:connector/kafka@0.2.1": crate::bindings::iggy::connector::kafka,
         },
         pub_export_macro: true,
         export_macro_name: "__export_sink_connector",

@@ -146,6 +146,7 @@ mod error;
 pub mod granted;
 pub mod http;
 mod json;
+pub mod kafka;
 pub mod log;
 mod message;
 pub mod mqtt;

@@ -10,6 +10,7 @@ pub mod harness;
 pub mod http_client;
 pub mod iggy_server;
 pub mod influxdb_server;
+pub mod kafka_broker;
 pub mod logs;
 pub mod mariadb_server;
 pub mod mqtt_server;

@@ -151,6 +151,25 @@ fn the_clickhouse_example_runs_against_a_real_server() {
 }
 
 #[test]
+fn the_kafka_example_runs_against_a_real_broker() {
+    let broker = ferry_tests::kafka_broker::KafkaBroker::start();
+    // The topic its comment says to make.
+    tokio::runtime::Runtime::new().unwrap().block_on(broker.create_topic("demo.random", 3));
+    let site = Site::new();
+    let address = broker.address();
+    let mut ferry = run_example(&site, "kafka.toml", &[("127.0.0.1:9092", address.as_str())], &[]);
+    ferry.until("100 messages in the topic", || broker.read_all("demo.random").len() == 100);
+    // And the source reads them back, once each.
+    let read_back = || LocalLog::read_all(&site.path("data/log"), "demo", "from-kafka").map(|r| r.len()).unwrap_or(0);
+    ferry.until("100 messages read back", || read_back() == 100);
+    let committed = || broker.committed("ferry-demo", "demo.random", 3).iter().flatten().sum::<i64>();
+    ferry.until("the group's offsets committed to the end", || committed() == 100);
+    ferry.signal(Signal::SIGTERM);
+    assert!(ferry.wait().success(), "{}", ferry.log());
+    assert_eq!(read_back(), 100, "nothing twice");
+}
+
+#[test]
 fn the_influxdb_example_runs_against_a_real_server() {
     let server = ferry_tests::influxdb_server::InfluxServer::start();
     server.create_database("metrics");

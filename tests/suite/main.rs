@@ -28,6 +28,8 @@ mod influxdb_sink;
 mod influxdb_source;
 mod isolation;
 mod js_guests;
+mod kafka_sink;
+mod kafka_source;
 mod mqtt_sink;
 mod mqtt_source;
 mod mysql_sink;

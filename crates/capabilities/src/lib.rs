@@ -27,7 +27,9 @@
 //! * [`mqtt`]: the contract's MQTT import, to the brokers of `[mqtt.NAME]` named in
 //!   `grants.mqtt`, none otherwise;
 //! * [`mysql`]: the contract's MySQL / MariaDB import, to the servers of
-//!   `[mysql.NAME]` named in `grants.mysql`, none otherwise.
+//!   `[mysql.NAME]` named in `grants.mysql`, none otherwise;
+//! * [`kafka`]: the contract's Kafka import, to the clusters of `[kafka.NAME]` named
+//!   in `grants.kafka`, none otherwise.
 //!
 //! Every WASI interface is *linked* (a component built for wasm32-wasip1 imports
 //! filesystem and sockets whether it uses them or not), but an ungranted one has
@@ -65,6 +67,7 @@ registry::capabilities! {
         nats: Nats,
         mqtt: Mqtt,
         mysql: Mysql,
+        kafka: Kafka,
     }
 }
 

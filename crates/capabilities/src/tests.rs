@@ -22,7 +22,8 @@ fn nothing_but_clocks_random_and_logs_without_grants() {
     assert!(matches!(none.verdict("iggy:connector/nats@0.2.1"), Verdict::Denied(_)));
     assert!(matches!(none.verdict("iggy:connector/mqtt@0.2.1"), Verdict::Denied(_)));
     assert!(matches!(none.verdict("iggy:connector/mysql@0.2.1"), Verdict::Denied(_)));
-    assert_eq!(none.verdict("iggy:connector/kafka@0.2.1"), Verdict::Unavailable);
+    assert!(matches!(none.verdict("iggy:connector/kafka@0.2.1"), Verdict::Denied(_)));
+    assert_eq!(none.verdict("iggy:connector/amqp@0.2.1"), Verdict::Unavailable);
 }
 
 #[test]
@@ -36,6 +37,7 @@ fn grants_open_what_they_name() {
         nats: vec![],
         mqtt: vec!["sensors".into()],
         mysql: vec![],
+        kafka: vec!["events".into()],
     };
     assert!(matches!(grants.verdict("wasi:cli/environment@0.2.3"), Verdict::Granted("grants.env")));
     assert!(matches!(grants.verdict("wasi:sockets/tcp@0.2.0"), Verdict::Granted("grants.network")));
@@ -45,6 +47,7 @@ fn grants_open_what_they_name() {
     assert!(matches!(grants.verdict("iggy:connector/redis@0.2.1"), Verdict::Granted("grants.redis")));
     assert!(matches!(grants.verdict("iggy:connector/mqtt@0.2.1"), Verdict::Granted("grants.mqtt")));
     assert!(matches!(grants.verdict("iggy:connector/nats@0.2.1"), Verdict::Denied(_)));
+    assert!(matches!(grants.verdict("iggy:connector/kafka@0.2.1"), Verdict::Granted("grants.kafka")));
     // A network grant is TCP and HTTP only: the sandbox never lets UDP out.
     assert_eq!(grants.verdict("wasi:sockets/udp@0.2.3"), Verdict::Denied("UDP is never granted"));
     assert_eq!(grants.verdict("wasi:sockets/udp-create-socket@0.2.3"), Verdict::Denied("UDP is never granted"));
@@ -54,5 +57,8 @@ fn grants_open_what_they_name() {
 fn an_unknown_grant_is_refused_by_name() {
     let error = toml::from_str::<Grants>("netwrk = []").unwrap_err().to_string();
     assert!(error.contains("unknown field `netwrk`"), "{error}");
-    assert!(error.contains("`env`, `dirs`, `network`, `postgres`, `redis`, `nats`, `mqtt`, `mysql`"), "{error}");
+    assert!(
+        error.contains("`env`, `dirs`, `network`, `postgres`, `redis`, `nats`, `mqtt`, `mysql`, `kafka`"),
+        "{error}"
+    );
 }

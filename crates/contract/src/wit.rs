@@ -42,6 +42,7 @@ mod sink_world {
             "iggy:connector/nats": super::source_world::iggy::connector::nats,
             "iggy:connector/mqtt": super::source_world::iggy::connector::mqtt,
             "iggy:connector/mysql": super::source_world::iggy::connector::mysql,
+            "iggy:connector/kafka": super::source_world::iggy::connector::kafka,
         },
     });
 }
@@ -60,7 +61,7 @@ pub use sink_world::exports::iggy::connector::sink as sink_export;
 pub use sink_world::iggy::connector::stored_checksums;
 pub use sink_world::{SinkConnector, SinkConnectorPre};
 pub use source_world::exports::iggy::connector::source as source_export;
-pub use source_world::iggy::connector::{logging, mqtt, mysql, nats, postgres, redis, types};
+pub use source_world::iggy::connector::{kafka, logging, mqtt, mysql, nats, postgres, redis, types};
 pub use source_world::{SourceConnector, SourceConnectorPre};
 pub use transform_world::exports::iggy::connector::transform as transform_export;
 pub use transform_world::{TransformComponent, TransformComponentPre};

@@ -1,0 +1,199 @@
+//! A consumer of assigned partitions, for the `kafka` interface's reads: assigned from
+//! the starts a guest gives (else its group's committed offsets), read in packed
+//! batches, and committed only when the guest says so.
+//!
+//! Why assigned partitions and not a subscription: a ferry source is run by one host
+//! at a time, and the guest's own cursor, committed by the host after each delivery,
+//! is where a partition resumes; the group's offsets, committed after that, are what
+//! Kafka's tools show and where a source without a cursor starts (a Kafka consumer
+//! group being moved to ferry resumes where it stopped). A subscription would also
+//! depend on the broker's group membership, which the broker we test with (tansu 0.6)
+//! does not clean up after a killed member.
+//!
+//! librdkafka's metadata, committed-offset and commit calls block their thread: each
+//! runs on tokio's blocking pool, bounded by the call's budget.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ferry_contract::wit::kafka::{Error, Position};
+use futures::FutureExt;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{CommitMode, Consumer as _, StreamConsumer};
+use rdkafka::message::{Headers, Message};
+use rdkafka::{Offset, TopicPartitionList};
+
+use super::clusters::Served;
+
+/// The most messages one fetch takes.
+pub const MAX_FETCH_MESSAGES: u32 = 10_000;
+/// The most bytes one fetch takes.
+pub const MAX_FETCH_BYTES: usize = 16 << 20;
+
+/// A consumer and the group and start policy it was made with.
+pub struct Consumer {
+    group: String,
+    from_earliest: bool,
+    inner: Arc<StreamConsumer>,
+}
+
+/// Assign every partition of `topics` to `existing` (or a new consumer when it reads
+/// for another group, or with another start policy), each from its start in `starts`,
+/// else the group's committed offset; answers the consumer and where each partition
+/// starts (-1: the reset policy's, not known until the first message).
+pub async fn assign(
+    served: &Served,
+    existing: Option<Consumer>,
+    group: &str,
+    topics: &[String],
+    starts: &[Position],
+    from_earliest: bool,
+    budget: Duration,
+) -> Result<Result<(Consumer, Vec<Position>), String>, Error> {
+    let consumer = match existing {
+        Some(consumer) if consumer.group == group && consumer.from_earliest == from_earliest => consumer,
+        _ => match make(served, group, from_earliest) {
+            Ok(consumer) => consumer,
+            Err(refused) => return Ok(Err(refused)),
+        },
+    };
+    let inner = Arc::clone(&consumer.inner);
+    let topics = topics.to_vec();
+    let starts = starts.to_vec();
+    let assigned = blocking(move || -> Result<Result<Vec<Position>, String>, Error> {
+        let mut wanted = TopicPartitionList::new();
+        for topic in &topics {
+            let metadata = inner
+                .fetch_metadata(Some(topic), budget)
+                .map_err(|e| Error::Connection(format!("reading the metadata of the topic {topic:?} failed: {e}")))?;
+            let Some(found) = metadata.topics().iter().find(|found| found.name() == topic) else {
+                return Ok(Err(format!("the cluster says nothing of the topic {topic:?}")));
+            };
+            if let Some(error) = found.error() {
+                return Ok(Err(format!("the topic {topic:?}: {:?}", rdkafka::types::RDKafkaErrorCode::from(error))));
+            }
+            if found.partitions().is_empty() {
+                return Ok(Err(format!("the topic {topic:?} has no partitions")));
+            }
+            for partition in found.partitions() {
+                wanted.add_partition(topic, partition.id());
+            }
+        }
+        // The group's committed offsets, for the partitions the guest gave no start.
+        let committed = inner
+            .committed_offsets(wanted.clone(), budget)
+            .map_err(|e| Error::Connection(format!("reading the group's committed offsets failed: {e}")))?;
+        let mut assignment = TopicPartitionList::new();
+        let mut positions = Vec::new();
+        for element in committed.elements() {
+            let (topic, partition) = (element.topic(), element.partition());
+            let given = starts.iter().find(|start| start.topic == topic && start.partition == partition);
+            let offset = match (given, element.offset()) {
+                (Some(start), _) => Offset::Offset(start.offset),
+                (None, Offset::Offset(committed)) => Offset::Offset(committed),
+                (None, _) => Offset::Stored,
+            };
+            assignment
+                .add_partition_offset(topic, partition, offset)
+                .map_err(|e| Error::Connection(format!("assigning {topic}/{partition} failed: {e}")))?;
+            let offset = match offset {
+                Offset::Offset(offset) => offset,
+                _ => -1,
+            };
+            positions.push(Position { topic: topic.to_string(), partition, offset });
+        }
+        inner.assign(&assignment).map_err(|e| Error::Connection(format!("assigning the partitions failed: {e}")))?;
+        Ok(Ok(positions))
+    })
+    .await?;
+    Ok(assigned.map(|positions| (consumer, positions)))
+}
+
+/// A new consumer for `group`, committing nothing by itself.
+fn make(served: &Served, group: &str, from_earliest: bool) -> Result<Consumer, String> {
+    let mut config = ClientConfig::new();
+    for (name, value) in &served.properties {
+        config.set(name, value);
+    }
+    config
+        .set("group.id", group)
+        .set("enable.auto.commit", "false")
+        .set("enable.auto.offset.store", "false")
+        .set("enable.partition.eof", "false")
+        .set("auto.offset.reset", if from_earliest { "earliest" } else { "latest" });
+    let inner: StreamConsumer = config.create().map_err(|e| format!("cannot make a consumer: {e}"))?;
+    Ok(Consumer { group: group.to_string(), from_earliest, inner: Arc::new(inner) })
+}
+
+/// Up to `max_messages` of what `consumer` reads, waiting at most `max_wait` for the
+/// first and not at all for the rest; packed as the interface's `fetch` says.
+pub async fn fetch(consumer: &Consumer, max_messages: u32, max_wait: Duration) -> Result<Result<Vec<u8>, String>, Error> {
+    let wanted = max_messages.clamp(1, MAX_FETCH_MESSAGES) as usize;
+    let mut packed = Vec::new();
+    let first = match tokio::time::timeout(max_wait, consumer.inner.recv()).await {
+        Err(_) => return Ok(Ok(packed)),
+        Ok(Err(error)) => return Ok(Err(format!("reading failed: {error}"))),
+        Ok(Ok(message)) => message,
+    };
+    packed.reserve(wanted * (48 + first.payload_len()));
+    pack(&mut packed, &first);
+    drop(first);
+    for _ in 1..wanted {
+        if packed.len() >= MAX_FETCH_BYTES {
+            break;
+        }
+        // What librdkafka has fetched already; a message not yet here is the next
+        // fetch's (recv is cancellation-safe).
+        match consumer.inner.recv().now_or_never() {
+            Some(Ok(message)) => pack(&mut packed, &message),
+            Some(Err(_)) | None => break,
+        }
+    }
+    Ok(Ok(packed))
+}
+
+/// Commit `positions` to the consumer's group, and wait for the cluster's answer.
+pub async fn commit(consumer: &Consumer, positions: &[Position]) -> Result<Result<(), String>, Error> {
+    let mut offsets = TopicPartitionList::new();
+    for Position { topic, partition, offset } in positions {
+        if let Err(error) = offsets.add_partition_offset(topic, *partition, Offset::Offset(*offset)) {
+            return Ok(Err(format!("{topic}/{partition} at {offset}: {error}")));
+        }
+    }
+    let inner = Arc::clone(&consumer.inner);
+    blocking(move || Ok(inner.commit(&offsets, CommitMode::Sync).map_err(|e| format!("committing failed: {e}")))).await
+}
+
+/// `call` on tokio's blocking pool.
+async fn blocking<R: Send + 'static>(call: impl FnOnce() -> Result<R, Error> + Send + 'static) -> Result<R, Error> {
+    tokio::task::spawn_blocking(call).await.map_err(|e| Error::Connection(format!("a Kafka call failed: {e}")))?
+}
+
+/// `message` at the end of `packed`.
+fn pack<M: Message>(packed: &mut Vec<u8>, message: &M) {
+    packed.extend_from_slice(&message.partition().to_le_bytes());
+    packed.extend_from_slice(&message.offset().to_le_bytes());
+    packed.extend_from_slice(&message.timestamp().to_millis().unwrap_or(-1).to_le_bytes());
+    bytes(packed, message.topic().as_bytes());
+    match message.key() {
+        Some(key) => bytes(packed, key),
+        None => packed.extend_from_slice(&u32::MAX.to_le_bytes()),
+    }
+    match message.headers() {
+        Some(headers) => {
+            packed.extend_from_slice(&(headers.count() as u32).to_le_bytes());
+            for header in headers.iter() {
+                bytes(packed, header.key.as_bytes());
+                bytes(packed, header.value.unwrap_or_default());
+            }
+        }
+        None => packed.extend_from_slice(&0u32.to_le_bytes()),
+    }
+    bytes(packed, message.payload().unwrap_or_default());
+}
+
+/// `data` after its length.
+fn bytes(packed: &mut Vec<u8>, data: &[u8]) {
+    packed.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    packed.extend_from_slice(data);
+}
