@@ -79,16 +79,16 @@ fn main() {
             let group = group("native", shape, run);
             let (log, cursor) = logged(dir.path(), &group);
             let streams: Arc<[StreamConfig]> = vec![created_stream(STREAM, &group)].into();
-            let consumer: StreamConsumer = broker
-                .client_config()
-                .set("group.id", &group)
-                .set("enable.auto.commit", "false")
-                .set("enable.auto.offset.store", "false")
-                .set("enable.partition.eof", "false")
-                .set("auto.offset.reset", "earliest")
-                .create()
-                .expect("a consumer");
             let elapsed = tokio.block_on(async {
+                let consumer: StreamConsumer = broker
+                    .client_config()
+                    .set("group.id", &group)
+                    .set("enable.auto.commit", "false")
+                    .set("enable.auto.offset.store", "false")
+                    .set("enable.partition.eof", "false")
+                    .set("auto.offset.reset", "earliest")
+                    .create()
+                    .expect("a consumer");
                 let work = native_source(consumer, topic.clone(), log, streams, cursor, shape);
                 tokio::spawn(work).await.expect("the native source")
             });
@@ -218,7 +218,10 @@ async fn native_source(
     let connector: Arc<str> = KEY.into();
     let (mut generation, mut start, mut next) = (0u64, None, 0i64);
     loop {
-        let Ok(first) = tokio::time::timeout(FETCH_WAIT, consumer.recv()).await else { break };
+        // Connecting and finding the offsets come before the first message; ferry's
+        // source polls through them (and its clock, as this one, starts later).
+        let wait = if start.is_none() { Duration::from_secs(30) } else { FETCH_WAIT };
+        let Ok(first) = tokio::time::timeout(wait, consumer.recv()).await else { break };
         let mut messages = Vec::with_capacity(shape.batch as usize);
         let first = first.expect("a message");
         next = first.offset() + 1;

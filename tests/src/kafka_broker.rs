@@ -5,11 +5,11 @@
 //! through `rdkafka`): topics made, messages produced, a topic read back whole, a
 //! group's committed offsets.
 //!
-//! What tansu 0.6 does differently from Apache Kafka, found by these tests' first
-//! runs: with SQLite storage it does not create a topic when a client first names it
-//! (a test creates its topics), and it never removes a killed member from a consumer
-//! group (a group a killed client was in never rebalances), which is one reason the
-//! Kafka source assigns partitions itself rather than subscribing.
+//! What tansu 0.6 does differently from Apache Kafka, found probing it: with SQLite
+//! storage it does not create a topic when a client first names it (a test creates its
+//! topics), and it never removes a killed member from a consumer group (a group a
+//! killed client was in never rebalances), which is one reason the Kafka source
+//! assigns partitions itself rather than subscribing.
 //!
 //! When the tests run as root (as CI does) the broker runs as [`SERVER_USER`], which
 //! the setup script makes. Without tansu or that user the tests fail and say so: they
