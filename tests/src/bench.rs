@@ -118,6 +118,21 @@ impl Rounds {
 /// Run `connector` alone in a host until it goes idle (it has nothing more to
 /// deliver); the time from its first ACK to then.
 pub async fn time_source(runtime: &Arc<Runtime>, connector: SourceConnector) -> Duration {
+    time_source_until(runtime, connector, |status| status.phase == Phase::Idle).await
+}
+
+/// Run `connector` alone in a host until it delivered `count` messages (for a source
+/// that may find nothing for a moment before its input is read to the end); the time
+/// from its first ACK to then.
+pub async fn time_source_to(runtime: &Arc<Runtime>, connector: SourceConnector, count: u64) -> Duration {
+    time_source_until(runtime, connector, |status| status.messages_delivered >= count).await
+}
+
+async fn time_source_until(
+    runtime: &Arc<Runtime>,
+    connector: SourceConnector,
+    done: impl Fn(&ferry::engine::status::ConnectorStatus) -> bool,
+) -> Duration {
     let key = connector.key.to_string();
     let mut host = Host::new(runtime.clone());
     host.add_source(connector, None);
@@ -129,7 +144,7 @@ pub async fn time_source(runtime: &Arc<Runtime>, connector: SourceConnector) -> 
     let start = Instant::now();
     // Not through the events, which would wake this task (and a thread) for every
     // batch: a cost the native loops it is compared with do not pay.
-    board.wait_until(&key, |status| status.phase == Phase::Idle).await;
+    board.wait_until(&key, done).await;
     let elapsed = start.elapsed();
     running.stop().await;
     print_stages(&key, &SOURCE_STAGES, &at_start, &meters.stages);

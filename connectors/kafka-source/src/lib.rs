@@ -15,7 +15,8 @@
 //!
 //! Nothing is lost, and nothing is delivered twice into the local log. The cursor
 //! holds each partition's next offset and is committed by the host after each
-//! delivery; only then are the same offsets committed to the group. At open each
+//! delivery; only then are the same offsets sent to be committed to the group (not
+//! awaited: a source does not wait a round trip per batch for the group). At open each
 //! partition starts at its cursor's offset, else the group's committed one (a group
 //! moved from Kafka consumers to ferry resumes where they stopped), else at `start`.
 //! A message below the cursor (the group's offsets are behind it after a crash
@@ -131,8 +132,10 @@ impl KafkaSource {
         Ok(Some(Batch::from_packed(packed, next)))
     }
 
-    /// Commit `positions` to the group; a failure is said, and tried again before
-    /// the next fetch (the cursor, not the group, is what the source resumes from).
+    /// Send `positions` to be committed to the group (not awaited: the host logs a
+    /// commit the cluster fails, and the next covers it); one that cannot be sent is
+    /// said, and tried again before the next fetch (the cursor, not the group, is what
+    /// the source resumes from).
     fn commit(&mut self, positions: Vec<Position>) {
         let failed = match self.connection.commit(&positions) {
             Ok(Ok(())) => return,

@@ -145,7 +145,8 @@ impl HostConnection for KafkaView<'_> {
         self.within(&this, what, async |connection, budget| {
             let existing = connection.consumer.take();
             let assigned =
-                consumer::assign(&connection.served, existing, &group, &topics, &starts, from_earliest, budget).await?;
+                consumer::assign(&connection.name, &connection.served, existing, &group, &topics, &starts, from_earliest, budget)
+                    .await?;
             Ok(assigned.map(|(consumer, positions)| {
                 connection.consumer = Some(consumer);
                 positions
@@ -176,7 +177,7 @@ impl HostConnection for KafkaView<'_> {
             let Some(consumer) = &connection.consumer else {
                 return Ok(Err("nothing is assigned to this connection: call assign first".into()));
             };
-            consumer::commit(consumer, &positions).await
+            Ok(consumer::commit(consumer, &positions))
         })
         .await
     }
