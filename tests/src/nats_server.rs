@@ -130,6 +130,11 @@ impl NatsServer {
         }
     }
 
+    /// The server's client port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
     /// The section that defines this server in a ferry config, named `name`, its
     /// password (if any) read from the environment variable `password_env`.
     pub fn ferry_section(&self, name: &str, password_env: &str) -> String {

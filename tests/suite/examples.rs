@@ -150,6 +150,80 @@ fn the_clickhouse_example_runs_against_a_real_server() {
     assert!(!ferry.log().contains(password), "the password was logged");
 }
 
+/// How many records the local log of `site` (the examples' `data/log`) holds in
+/// `stream/topic`; 0 before the topic exists.
+fn logged(site: &Site, stream: &str, topic: &str) -> usize {
+    LocalLog::read_all(&site.path("data/log"), stream, topic).map(|r| r.len()).unwrap_or(0)
+}
+
+#[test]
+fn the_redis_example_runs_against_a_real_server() {
+    let server = ferry_tests::redis_server::RedisServer::start();
+    let site = Site::new();
+    let port = format!("port = {}", server.port());
+    let mut ferry = run_example(&site, "redis.toml", &[("port = 6379", port.as_str())], &[]);
+    // Into the stream demo:random and back, once each.
+    ferry.until("100 entries read back", || logged(&site, "demo", "from-redis") == 100);
+    ferry.signal(Signal::SIGTERM);
+    assert!(ferry.wait().success(), "{}", ferry.log());
+    assert_eq!(logged(&site, "demo", "from-redis"), 100, "nothing twice");
+}
+
+#[test]
+fn the_nats_example_runs_against_a_real_server() {
+    let server = ferry_tests::nats_server::NatsServer::start();
+    // The stream its comment says to make.
+    tokio::runtime::Runtime::new().unwrap().block_on(server.create_stream("DEMO", &["demo.*"]));
+    let site = Site::new();
+    let port = format!("port = {}", server.port());
+    let mut ferry = run_example(&site, "nats.toml", &[("port = 4222", port.as_str())], &[]);
+    ferry.until("100 messages read back", || logged(&site, "demo", "from-nats") == 100);
+    ferry.signal(Signal::SIGTERM);
+    assert!(ferry.wait().success(), "{}", ferry.log());
+    assert_eq!(logged(&site, "demo", "from-nats"), 100, "nothing twice");
+}
+
+#[test]
+fn the_mqtt_example_runs_against_a_real_broker() {
+    let server = ferry_tests::mqtt_server::MqttServer::start();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let received = runtime.block_on(crate::mqtt_sink::subscriber(&server, "demo/random"));
+    let site = Site::new();
+    let port = format!("port = {}", server.port());
+    let mut ferry = run_example(&site, "mqtt.toml", &[("port = 1883", port.as_str())], &[]);
+    ferry.until("100 messages published", || received.lock().unwrap().len() >= 100);
+    ferry.signal(Signal::SIGTERM);
+    assert!(ferry.wait().success(), "{}", ferry.log());
+    let mut seqs = received.lock().unwrap().clone();
+    seqs.sort_unstable();
+    seqs.dedup();
+    assert_eq!(seqs.len(), 100, "every message");
+}
+
+#[test]
+fn the_mysql_example_runs_against_a_real_server() {
+    use ferry_tests::mariadb_server::{DATABASE, MariaDbServer, PASSWORD};
+    let server = MariaDbServer::start();
+    // The table its comment says to make.
+    server.sql(
+        "CREATE TABLE orders (id BIGINT PRIMARY KEY, item TEXT, shipped BOOL NOT NULL DEFAULT FALSE); \
+         INSERT INTO orders (id, item) VALUES (1, 'tea'), (2, 'cups')",
+    );
+    let site = Site::new();
+    let port = format!("port = {}", server.port());
+    let database = format!("database = \"{DATABASE}\"");
+    let replace = [("port = 3306", port.as_str()), ("database = \"shop\"", database.as_str())];
+    let mut ferry = run_example(&site, "mysql.toml", &replace, &[("MYSQL_PASSWORD", PASSWORD)]);
+    let count = |sql: &str| server.try_sql(sql).map(|n| n.trim().to_string()).unwrap_or_default();
+    ferry.until("100 rows in events", || count("SELECT COUNT(*) FROM events") == "100");
+    ferry.until("both orders read and marked", || {
+        logged(&site, "demo", "orders") == 2 && count("SELECT COUNT(*) FROM orders WHERE shipped") == "2"
+    });
+    ferry.signal(Signal::SIGTERM);
+    assert!(ferry.wait().success(), "{}", ferry.log());
+    assert!(!ferry.log().contains(PASSWORD), "the password was logged");
+}
+
 #[test]
 fn the_kafka_example_runs_against_a_real_broker() {
     let broker = ferry_tests::kafka_broker::KafkaBroker::start();
@@ -160,7 +234,7 @@ fn the_kafka_example_runs_against_a_real_broker() {
     let mut ferry = run_example(&site, "kafka.toml", &[("127.0.0.1:9092", address.as_str())], &[]);
     ferry.until("100 messages in the topic", || broker.read_all("demo.random").len() == 100);
     // And the source reads them back, once each.
-    let read_back = || LocalLog::read_all(&site.path("data/log"), "demo", "from-kafka").map(|r| r.len()).unwrap_or(0);
+    let read_back = || logged(&site, "demo", "from-kafka");
     ferry.until("100 messages read back", || read_back() == 100);
     let committed = || broker.committed("ferry-demo", "demo.random", 3).iter().flatten().sum::<i64>();
     ferry.until("the group's offsets committed to the end", || committed() == 100);

@@ -77,10 +77,15 @@ pub async fn assign(
 ) -> Result<Result<(Consumer, Vec<Position>), String>, Error> {
     let consumer = match existing {
         Some(consumer) if consumer.group == group && consumer.from_earliest == from_earliest => consumer,
-        _ => match make(cluster, served, group, from_earliest) {
-            Ok(consumer) => consumer,
-            Err(refused) => return Ok(Err(refused)),
-        },
+        other => {
+            if let Some(old) = other {
+                drop_aside(old);
+            }
+            match make(cluster, served, group, from_earliest) {
+                Ok(consumer) => consumer,
+                Err(refused) => return Ok(Err(refused)),
+            }
+        }
     };
     let inner = Arc::clone(&consumer.inner);
     let topics = topics.to_vec();
@@ -188,6 +193,17 @@ pub fn commit(consumer: &Consumer, positions: &[Position]) -> Result<(), String>
             .map_err(|error| format!("{topic}/{partition} at {offset}: {error}"))?;
     }
     consumer.inner.commit(&offsets, CommitMode::Async).map_err(|e| format!("committing failed: {e}"))
+}
+
+/// Drop `clients` (librdkafka's) on a thread of their own. Dropping one waits for its
+/// threads, and a consumer's close for its cluster, without a bound when the cluster
+/// is gone: not on a runtime's thread, nor on tokio's blocking pool, which a runtime
+/// shutting down waits for (a test's runtime hung there, its broker already killed).
+pub fn drop_aside<T: Send + 'static>(clients: T) {
+    let spawned = std::thread::Builder::new().name("kafka-drop".into()).spawn(move || drop(clients));
+    if let Err(error) = spawned {
+        tracing::warn!("kafka: no thread to close a client on ({error}): it was closed where it was dropped");
+    }
 }
 
 /// `call` on tokio's blocking pool.

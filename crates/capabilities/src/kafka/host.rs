@@ -37,6 +37,17 @@ struct KafkaConnection {
     consumer: Option<Consumer>,
 }
 
+// Closed aside (`consumer::drop_aside`) whether the guest drops its handle or the
+// instance goes with its table: never on the thread that drops it.
+impl Drop for KafkaConnection {
+    fn drop(&mut self) {
+        let clients = (self.producer.take(), self.consumer.take());
+        if clients.0.is_some() || clients.1.is_some() {
+            consumer::drop_aside(clients);
+        }
+    }
+}
+
 /// What a Kafka call sees of the store.
 pub struct KafkaView<'a> {
     state: &'a mut KafkaState,
@@ -183,9 +194,7 @@ impl HostConnection for KafkaView<'_> {
     }
 
     async fn drop(&mut self, this: Resource<Connection>) -> wasmtime::Result<()> {
-        let connection = self.table.delete(Resource::<KafkaConnection>::new_own(this.rep()))?;
-        // librdkafka's clients wait for their threads when dropped: not on this one.
-        tokio::task::spawn_blocking(move || drop(connection));
+        self.table.delete(Resource::<KafkaConnection>::new_own(this.rep()))?;
         Ok(())
     }
 }
