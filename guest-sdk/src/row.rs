@@ -23,13 +23,13 @@ pub fn stable_id(table: &str, tag: u8, key: &[u8]) -> u128 {
 }
 
 /// `text` as a JSON string, written at the end of `out`.
-pub fn write_json_string(out: &mut Vec<u8>, text: &str) {
+pub fn write_json_string<W: std::io::Write + for<'b> Extend<&'b u8>>(out: &mut W, text: &str) {
     // Most text has nothing JSON escapes (control characters, `"`, `\`): it is then
     // copied as it is, which is what serde_json would write, at a fraction of the cost.
     if text.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
-        out.push(b'"');
-        out.extend_from_slice(text.as_bytes());
-        out.push(b'"');
+        out.extend(b"\"");
+        out.extend(text.as_bytes());
+        out.extend(b"\"");
     } else {
         serde_json::to_writer(out, text).expect("a string always serializes");
     }

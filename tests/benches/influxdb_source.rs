@@ -33,7 +33,7 @@ use ferry::engine::delivery::{Delivery, StagedCursor, Target};
 use ferry::engine::source::{SourceConnector, SourceSettings};
 use ferry::runtime::{Runtime, Sandbox, SourceComponent};
 use ferry::store::local_log::{LocalLog, LoggedCursor};
-use ferry_tests::bench::{self, Measured, Rounds, compare, time_source};
+use ferry_tests::bench::{self, Measured, compare, time_source};
 use ferry_tests::components::INFLUXDB_SOURCE;
 use ferry_tests::harness::quick_settings;
 use ferry_tests::iggy_server::created_stream;
@@ -60,10 +60,7 @@ fn main() {
         server.address(),
         bench::rounds()
     );
-    println!(
-        "{:>5} {:>8} {:>12} {:>12} {:>9} {:>9}  ratio ferry/native (of the medians; lowest-highest of the pairs)",
-        "batch", "rows", "ferry msg/s", "native msg/s", "ferry µs", "native µs"
-    );
+    bench::print_head("rows");
     for &(batch, rows) in SHAPES {
         let rows = ((rows as f64 * scale) as u64).max(batch * 20) / 2 * 2;
         let db = format!("rows_{rows}");
@@ -82,17 +79,7 @@ fn main() {
         };
         let (ferry, native) = compare(ferry, native);
         check_same_logs(dir.path(), shape);
-        let (f, n) = (&ferry.median, &native.median);
-        println!(
-            "{:>5} {:>8} {:>12.0} {:>12.0} {:>9.1} {:>9.1}  {}",
-            batch,
-            rows,
-            f.rate(),
-            n.rate(),
-            f.micros_per_batch(),
-            n.micros_per_batch(),
-            Rounds::ratio(&ferry, &native)
-        );
+        bench::print_row(batch, rows, &ferry, &native);
     }
 }
 

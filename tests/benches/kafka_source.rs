@@ -39,7 +39,7 @@ use ferry::engine::delivery::{Delivery, StagedCursor, Target};
 use ferry::engine::source::{SourceConnector, SourceSettings};
 use ferry::runtime::{Runtime, Sandbox, SourceComponent};
 use ferry::store::local_log::{LocalLog, LoggedCursor};
-use ferry_tests::bench::{self, Measured, Rounds, compare, time_source_to};
+use ferry_tests::bench::{self, Measured, compare, time_source_to};
 use ferry_tests::components::KAFKA_SOURCE;
 use ferry_tests::harness::quick_settings;
 use ferry_tests::iggy_server::created_stream;
@@ -67,10 +67,7 @@ fn main() {
     let component = runtime.load_source(Path::new(KAFKA_SOURCE)).expect("the source loads");
     let dir = tempfile::tempdir().unwrap();
     println!("the broker: tansu 0.6 (SQLite); each side {} times per shape, taking turns", bench::rounds());
-    println!(
-        "{:>5} {:>8} {:>12} {:>12} {:>9} {:>9}  ratio ferry/native (of the medians; lowest-highest of the pairs)",
-        "batch", "messages", "ferry msg/s", "native msg/s", "ferry µs", "native µs"
-    );
+    bench::print_head("messages");
     for &(batch, messages) in SHAPES {
         let messages = ((messages as f64 * scale) as u64).max(batch * 20);
         let topic = format!("bench{batch}");
@@ -99,17 +96,7 @@ fn main() {
         let (ferry, native) = compare(ferry, native);
         let names = (group("ferry", shape, 0), group("native", shape, 0));
         bench::check_same_logs(dir.path(), STREAM, (&names.0, &names.1), shape.messages, true);
-        let (f, n) = (&ferry.median, &native.median);
-        println!(
-            "{:>5} {:>8} {:>12.0} {:>12.0} {:>9.1} {:>9.1}  {}",
-            batch,
-            messages,
-            f.rate(),
-            n.rate(),
-            f.micros_per_batch(),
-            n.micros_per_batch(),
-            Rounds::ratio(&ferry, &native)
-        );
+        bench::print_row(batch, messages, &ferry, &native);
     }
 }
 

@@ -43,7 +43,7 @@ use ferry::engine::delivery::{Delivery, StagedCursor, Target};
 use ferry::engine::source::{SourceConnector, SourceSettings};
 use ferry::runtime::{Runtime, Sandbox, SourceComponent};
 use ferry::store::local_log::{LocalLog, LoggedCursor};
-use ferry_tests::bench::{self, Measured, Rounds, compare, time_source};
+use ferry_tests::bench::{self, Measured, compare, time_source};
 use ferry_tests::components::MQTT_SOURCE;
 use ferry_tests::harness::quick_settings;
 use ferry_tests::iggy_server::created_stream;
@@ -70,10 +70,7 @@ fn main() {
     let component = runtime.load_source(Path::new(MQTT_SOURCE)).expect("the source loads");
     let dir = tempfile::tempdir().unwrap();
     println!("the broker: mosquitto; each side {} times per shape, taking turns", bench::rounds());
-    println!(
-        "{:>5} {:>8} {:>12} {:>12} {:>9} {:>9}  ratio ferry/native (of the medians; lowest-highest of the pairs)",
-        "batch", "messages", "ferry msg/s", "native msg/s", "ferry µs", "native µs"
-    );
+    bench::print_head("messages");
     for &(batch, messages) in SHAPES {
         let messages = ((messages as f64 * scale) as u64).max(batch * 20);
         let shape = Shape { batch, messages };
@@ -97,17 +94,7 @@ fn main() {
         for run in 0..bench::rounds() {
             check_same_logs(dir.path(), shape, run);
         }
-        let (f, n) = (&ferry.median, &native.median);
-        println!(
-            "{:>5} {:>8} {:>12.0} {:>12.0} {:>9.1} {:>9.1}  {}",
-            batch,
-            messages,
-            f.rate(),
-            n.rate(),
-            f.micros_per_batch(),
-            n.micros_per_batch(),
-            Rounds::ratio(&ferry, &native)
-        );
+        bench::print_row(batch, messages, &ferry, &native);
     }
 }
 

@@ -30,7 +30,7 @@ use ferry::engine::sink::SinkConnector;
 use ferry::runtime::{Runtime, Sandbox, SinkWorld};
 use ferry::store::local_log::{LocalLogInput, TopicReader};
 use ferry::store::state::StateDir;
-use ferry_tests::bench::{Measured, Rounds, SinkEnd, compare, fill_local_log, time_sink};
+use ferry_tests::bench::{self, Measured, SinkEnd, compare, fill_local_log, time_sink};
 use ferry_tests::components::MYSQL_SINK;
 use ferry_tests::harness::quick_sink_settings;
 use ferry_tests::mariadb_server::{MariaDbServer, PASSWORD};
@@ -58,10 +58,7 @@ fn main() {
         "the server: mariadbd (flush at every commit); each side {} times, taking turns",
         ferry_tests::bench::rounds()
     );
-    println!(
-        "{:>6} {:>8} {:>12} {:>12} {:>10} {:>10}  ratio ferry/native (of the medians; lowest-highest)",
-        "batch", "messages", "ferry msg/s", "native msg/s", "ferry µs", "native µs"
-    );
+    bench::print_head("messages");
     for &(batch, messages) in SHAPES {
         let messages = ((messages as f64 * scale) as u64).max(u64::from(batch) * 20);
         let dir = tempfile::tempdir().unwrap();
@@ -81,17 +78,7 @@ fn main() {
             measured
         };
         let (ferry, native) = compare(ferry, native);
-        let (f, n) = (&ferry.median, &native.median);
-        println!(
-            "{:>6} {:>8} {:>12.0} {:>12.0} {:>10.1} {:>10.1}  {}",
-            batch,
-            messages,
-            f.rate(),
-            n.rate(),
-            f.micros_per_batch(),
-            n.micros_per_batch(),
-            Rounds::ratio(&ferry, &native)
-        );
+        bench::print_row(batch, messages, &ferry, &native);
     }
 }
 

@@ -115,6 +115,30 @@ impl Rounds {
     }
 }
 
+/// The head of the table a bench of ferry next to a native program prints; `counted`
+/// names what a shape counts (`messages`, `rows`).
+pub fn print_head(counted: &str) {
+    println!(
+        "{:>6} {:>8} {:>12} {:>12} {:>10} {:>10}  ratio ferry/native (of the medians; lowest-highest of the pairs)",
+        "batch", counted, "ferry msg/s", "native msg/s", "ferry µs", "native µs"
+    );
+}
+
+/// One shape's row of that table: `count` messages (or rows) in batches of `batch`.
+pub fn print_row(batch: impl std::fmt::Display, count: u64, ferry: &Rounds, native: &Rounds) {
+    let (f, n) = (&ferry.median, &native.median);
+    println!(
+        "{:>6} {:>8} {:>12.0} {:>12.0} {:>10.1} {:>10.1}  {}",
+        batch,
+        count,
+        f.rate(),
+        n.rate(),
+        f.micros_per_batch(),
+        n.micros_per_batch(),
+        Rounds::ratio(ferry, native)
+    );
+}
+
 /// Run `connector` alone in a host until it goes idle (it has nothing more to
 /// deliver); the time from its first ACK to then.
 pub async fn time_source(runtime: &Arc<Runtime>, connector: SourceConnector) -> Duration {

@@ -24,8 +24,10 @@
 
 mod topic;
 
-use ferry_guest::bindings::iggy::connector::kafka::{Connection, Outgoing};
-use ferry_guest::kafka::describe;
+use std::borrow::Cow;
+
+use ferry_guest::bindings::iggy::connector::kafka::Connection;
+use ferry_guest::kafka::{Outgoing, Record, describe};
 use ferry_guest::{Error, HeaderValue, Sink, SinkBatch, Written};
 use serde::Deserialize;
 
@@ -78,29 +80,30 @@ impl Sink for KafkaSink {
             Err(reason) => return Ok(Written::reject((0..batch.messages.len()).map(|i| (i, reason.clone())))),
         };
         let partition = batch.partition.to_string();
-        let outgoing: Vec<Outgoing> = batch
-            .messages
-            .iter()
-            .map(|message| {
-                let id = message.id.to_string();
-                let mut headers = vec![
-                    ("Iggy-Stream".to_string(), batch.stream.as_bytes().to_vec()),
-                    ("Iggy-Topic".to_string(), batch.topic.as_bytes().to_vec()),
-                    ("Iggy-Partition".to_string(), partition.as_bytes().to_vec()),
-                    ("Iggy-Offset".to_string(), message.offset.to_string().into_bytes()),
-                    ("Iggy-Id".to_string(), id.as_bytes().to_vec()),
-                ];
-                headers.extend(message.headers.iter().map(|(name, value)| (name.clone(), bytes(value))));
-                Outgoing {
-                    topic: topic.clone(),
-                    partition: None,
-                    key: self.keyed.then(|| id.into_bytes()),
-                    headers,
-                    payload: message.payload.clone(),
-                }
-            })
-            .collect();
-        let answers = match self.connection.produce(&outgoing) {
+        let size: usize = batch.messages.iter().map(|m| m.payload.len() + 128).sum();
+        let mut outgoing = Outgoing::with_capacity(size);
+        for message in &batch.messages {
+            let id = message.id.to_string();
+            let offset = message.offset.to_string();
+            let mut headers: Vec<(&str, &[u8])> = Vec::with_capacity(5 + message.headers.len());
+            headers.extend([
+                ("Iggy-Stream", batch.stream.as_bytes()),
+                ("Iggy-Topic", batch.topic.as_bytes()),
+                ("Iggy-Partition", partition.as_bytes()),
+                ("Iggy-Offset", offset.as_bytes()),
+                ("Iggy-Id", id.as_bytes()),
+            ]);
+            let own: Vec<Cow<'_, [u8]>> = message.headers.iter().map(|(_, value)| bytes(value)).collect();
+            headers.extend(message.headers.iter().zip(&own).map(|((name, _), value)| (name.as_str(), &value[..])));
+            outgoing.push(&Record {
+                topic: &topic,
+                key: self.keyed.then_some(id.as_bytes()),
+                headers: &headers,
+                payload: &message.payload,
+                ..Record::default()
+            });
+        }
+        let answers = match self.connection.produce(outgoing.as_bytes()) {
             Ok(answers) => answers,
             Err(error) => return Ok(Written::retry(format!("kafka `{}`: {}", self.connection_name, describe(&error)))),
         };
@@ -115,11 +118,11 @@ impl Sink for KafkaSink {
 
 /// A header's value as Kafka carries it, bytes: text and bytes as they are, any
 /// other value as its JSON (numbers in decimal).
-fn bytes(value: &HeaderValue) -> Vec<u8> {
+fn bytes(value: &HeaderValue) -> Cow<'_, [u8]> {
     match value {
-        HeaderValue::Raw(bytes) => bytes.clone(),
-        HeaderValue::String(text) => text.as_bytes().to_vec(),
-        other => other.value_json().to_string().into_bytes(),
+        HeaderValue::Raw(bytes) => Cow::Borrowed(bytes),
+        HeaderValue::String(text) => Cow::Borrowed(text.as_bytes()),
+        other => Cow::Owned(other.value_json().to_string().into_bytes()),
     }
 }
 

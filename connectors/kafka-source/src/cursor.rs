@@ -26,9 +26,9 @@ impl Cursor {
         self.next.get(&place(topic, partition)).copied()
     }
 
-    /// The message at `offset` of `topic`'s `partition` was delivered.
-    pub fn delivered(&mut self, topic: &str, partition: i32, offset: i64) {
-        self.next.insert(place(topic, partition), offset + 1);
+    /// The next message to deliver from `topic`'s `partition` is at `offset`.
+    pub fn set(&mut self, topic: &str, partition: i32, offset: i64) {
+        self.next.insert(place(topic, partition), offset);
     }
 
     /// Every partition's next offset, as the interface's positions (of the `topics`
@@ -53,10 +53,10 @@ mod tests {
     fn a_cursor_keeps_the_next_offset_of_each_partition_read() {
         let mut cursor = Cursor::default();
         assert_eq!(cursor.next("orders", 0), None);
-        cursor.delivered("orders", 0, 41);
-        cursor.delivered("orders", 0, 42);
-        cursor.delivered("orders.v2", 1, 7);
-        cursor.delivered("old", 0, 3);
+        cursor.set("orders", 0, 42);
+        cursor.set("orders", 0, 43);
+        cursor.set("orders.v2", 1, 8);
+        cursor.set("old", 0, 4);
         assert_eq!((cursor.next("orders", 0), cursor.next("orders.v2", 1)), (Some(43), Some(8)));
         let topics = ["orders".to_string(), "orders.v2".to_string()];
         let positions: Vec<(String, i32, i64)> =

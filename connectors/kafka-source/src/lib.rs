@@ -114,20 +114,34 @@ impl KafkaSource {
     /// offsets lag the cursor after a crash between the two commits): not again.
     fn batch(&mut self, cursor: &Cursor) -> Result<Option<Batch<Cursor>>, Error> {
         let mut packed = PackedMessages::with_capacity(self.in_flight.len() + self.in_flight.len() / 2);
-        let mut next = cursor.clone();
-        let mut any = false;
+        // Each partition's next offset as the fetch moves it, looked up in the cursor
+        // once per partition, not once per message (a fetch holds few partitions).
+        let mut partitions: Vec<(&str, i32, Option<i64>)> = Vec::new();
         for message in Fetched::new(&self.in_flight) {
             let message = message.map_err(|e| e.context(format!("kafka `{}`", self.config.connection)))?;
-            if next.next(message.topic, message.partition).is_some_and(|next| message.offset < next) {
+            let at = match partitions.iter().position(|&(t, p, _)| p == message.partition && t == message.topic) {
+                Some(at) => at,
+                None => {
+                    partitions.push((message.topic, message.partition, cursor.next(message.topic, message.partition)));
+                    partitions.len() - 1
+                }
+            };
+            let next = &mut partitions[at].2;
+            if next.is_some_and(|next| message.offset < next) {
                 continue;
             }
             messages::pack(&mut packed, &message);
-            next.delivered(message.topic, message.partition, message.offset);
-            any = true;
+            *next = Some(message.offset + 1);
         }
-        if !any {
+        if packed.is_empty() {
             self.in_flight.clear();
             return Ok(None);
+        }
+        let mut next = cursor.clone();
+        for (topic, partition, offset) in partitions {
+            if let Some(offset) = offset {
+                next.set(topic, partition, offset);
+            }
         }
         Ok(Some(Batch::from_packed(packed, next)))
     }

@@ -16,7 +16,7 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use ferry_guest::bindings::iggy::connector::mysql::PackedRows;
 use ferry_guest::mysql::ValueRef;
 use ferry_guest::row::write_json_string;
-use ferry_guest::{Batch, Error, Message};
+use ferry_guest::{Batch, Error, Fields, HeaderValue, PackedMessages, Payload};
 
 use crate::config::Config;
 use crate::cursor::{Cursor, Key, Position};
@@ -69,26 +69,30 @@ impl Reader {
                 key
             })
             .collect();
-        let mut messages = Vec::with_capacity(table.len());
+        // Written straight into the packed form the host takes: no message, payload or
+        // header list of its own per row. The headers' names are made once.
+        let mut packed = PackedMessages::with_capacity(rows.data.len() * 2);
+        let mut headers = [
+            ("table".to_string(), HeaderValue::String(self.table.clone())),
+            // Each row's own, set below.
+            ("primary_key".to_string(), HeaderValue::Bool(false)),
+        ];
         let mut delivered = Vec::new();
         for row in table.rows() {
-            let mut payload = Vec::with_capacity(16 * keys.len());
-            payload.push(b'{');
-            for (index, (key, value)) in keys.iter().zip(row).enumerate() {
-                if index > 0 {
-                    payload.push(b',');
-                }
-                payload.extend_from_slice(key);
-                write_value(&mut payload, *value);
-            }
-            payload.push(b'}');
             let key = Key::from_value(row[at.primary_key], &self.primary_key)?;
-            messages.push(
-                Message::new(payload)
-                    .with_id(key.message_id(&self.table))
-                    .with_header("table", self.table.as_str())
-                    .with_header("primary_key", key.header()),
-            );
+            headers[1].1 = key.header();
+            let fields = Fields { id: Some(key.message_id(&self.table)), origin_timestamp: None, headers: &headers };
+            packed.push_with(fields, |payload| {
+                payload.push(b'{');
+                for (index, (key, value)) in keys.iter().zip(row).enumerate() {
+                    if index > 0 {
+                        payload.push(b',');
+                    }
+                    payload.extend_from_slice(key);
+                    write_value(payload, *value);
+                }
+                payload.push(b'}');
+            });
             if self.keep_keys {
                 delivered.push(key);
             }
@@ -100,7 +104,7 @@ impl Reader {
                 _ => None,
             },
         };
-        Ok(Some(Batch::new(messages, Cursor { after: Some(after), delivered })))
+        Ok(Some(Batch::from_packed(packed, Cursor { after: Some(after), delivered })))
     }
 
     fn locate(&self, columns: &[String]) -> Result<Located, Error> {
@@ -120,7 +124,7 @@ impl Reader {
     }
 }
 
-fn write_value(out: &mut Vec<u8>, value: ValueRef) {
+fn write_value(out: &mut Payload<'_>, value: ValueRef) {
     match value {
         ValueRef::Null => out.extend_from_slice(b"null"),
         ValueRef::Int(v) => serde_json::to_writer(&mut *out, &v).expect("an integer always serializes"),
@@ -168,17 +172,18 @@ mod tests {
             ],
         );
         let batch = reader.batch(&result).unwrap().unwrap();
-        assert_eq!(batch.messages.len(), 2);
-        let first: serde_json::Value = serde_json::from_slice(&batch.messages[0].payload).unwrap();
+        let messages = batch.packed.messages().unwrap();
+        assert_eq!(messages.len(), 2);
+        let first: serde_json::Value = serde_json::from_slice(&messages[0].payload).unwrap();
         assert_eq!(
             first,
             json!({"id": 3, "name": "a \"b\"", "big": u64::MAX, "price": "10.50", "raw": "AP8=",
                    "at": "2026-12-07 10:46:16.5", "ratio": 0.25})
         );
-        assert!(batch.messages[0].payload.starts_with(br#"{"id":3,"name""#), "columns keep the result's order");
-        assert_eq!(batch.messages[1].id, Some(Key::Int(8).message_id("events")));
+        assert!(messages[0].payload.starts_with(br#"{"id":3,"name""#), "columns keep the result's order");
+        assert_eq!(messages[1].id, Some(Key::Int(8).message_id("events")));
         assert_eq!(
-            batch.messages[1].headers,
+            messages[1].headers,
             [
                 ("table".to_string(), HeaderValue::String("events".into())),
                 ("primary_key".to_string(), HeaderValue::Int64(8))

@@ -42,6 +42,7 @@
 //! module in the guest SDK. CONTRIBUTING.md lists each step.
 
 mod capability;
+mod deadline;
 mod handles;
 mod registry;
 

@@ -27,10 +27,10 @@ use rdkafka::config::ClientConfig;
 use rdkafka::client::ClientContext;
 use rdkafka::consumer::{CommitMode, Consumer as _, ConsumerContext, StreamConsumer};
 use rdkafka::error::KafkaResult;
-use rdkafka::message::{Headers, Message};
 use rdkafka::{Offset, TopicPartitionList};
 
 use super::clusters::Served;
+use super::packed::pack;
 
 /// The most messages one fetch takes.
 pub const MAX_FETCH_MESSAGES: u32 = 10_000;
@@ -209,33 +209,4 @@ pub fn drop_aside<T: Send + 'static>(clients: T) {
 /// `call` on tokio's blocking pool.
 async fn blocking<R: Send + 'static>(call: impl FnOnce() -> Result<R, Error> + Send + 'static) -> Result<R, Error> {
     tokio::task::spawn_blocking(call).await.map_err(|e| Error::Connection(format!("a Kafka call failed: {e}")))?
-}
-
-/// `message` at the end of `packed`.
-fn pack<M: Message>(packed: &mut Vec<u8>, message: &M) {
-    packed.extend_from_slice(&message.partition().to_le_bytes());
-    packed.extend_from_slice(&message.offset().to_le_bytes());
-    packed.extend_from_slice(&message.timestamp().to_millis().unwrap_or(-1).to_le_bytes());
-    bytes(packed, message.topic().as_bytes());
-    match message.key() {
-        Some(key) => bytes(packed, key),
-        None => packed.extend_from_slice(&u32::MAX.to_le_bytes()),
-    }
-    match message.headers() {
-        Some(headers) => {
-            packed.extend_from_slice(&(headers.count() as u32).to_le_bytes());
-            for header in headers.iter() {
-                bytes(packed, header.key.as_bytes());
-                bytes(packed, header.value.unwrap_or_default());
-            }
-        }
-        None => packed.extend_from_slice(&0u32.to_le_bytes()),
-    }
-    bytes(packed, message.payload().unwrap_or_default());
-}
-
-/// `data` after its length.
-fn bytes(packed: &mut Vec<u8>, data: &[u8]) {
-    packed.extend_from_slice(&(data.len() as u32).to_le_bytes());
-    packed.extend_from_slice(data);
 }

@@ -14,7 +14,7 @@
 
 use std::time::Duration;
 
-use ferry_contract::wit::kafka::{self as contract, Connection, Error, Host, HostConnection, Outgoing, Position, Produced};
+use ferry_contract::wit::kafka::{self as contract, Connection, Error, Host, HostConnection, Position, Produced};
 use rdkafka::config::ClientConfig;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Header, OwnedHeaders};
@@ -24,7 +24,9 @@ use wasmtime::component::{HasData, Linker, Resource, ResourceTable};
 use super::KafkaState;
 use super::clusters::Served;
 use super::consumer::{self, Consumer};
+use super::packed::Packed;
 use crate::GuestData;
+use crate::deadline::Deadline;
 use crate::handles::hold;
 use crate::logging::GuestLog;
 
@@ -93,31 +95,25 @@ impl HostConnection for KafkaView<'_> {
         })
     }
 
-    async fn produce(
-        &mut self,
-        this: Resource<Connection>,
-        messages: Vec<Outgoing>,
-    ) -> Result<Vec<Result<Produced, String>>, Error> {
-        let what = format!("producing {} message(s)", messages.len());
-        let answers = self.within(&this, what, async |connection, _| {
+    async fn produce(&mut self, this: Resource<Connection>, messages: Vec<u8>) -> Result<Vec<Result<Produced, String>>, Error> {
+        let answers = self.within(&this, "producing".into(), async |connection, _| {
             if connection.producer.is_none() {
                 connection.producer = Some(producer(&connection.served)?);
             }
             let producer = connection.producer.as_ref().expect("made just now");
+            // Every message read before any is queued: a buffer cut short sends none.
+            let messages: Vec<_> = Packed::new(&messages).collect::<Result<_, _>>().map_err(Error::Invalid)?;
             // Every message queued first; then each delivery report.
             let mut pending = Vec::with_capacity(messages.len());
-            for message in &messages {
+            for message in messages {
                 let mut headers = OwnedHeaders::new_with_capacity(message.headers.len());
-                for (key, value) in &message.headers {
+                for &(key, value) in &message.headers {
                     headers = headers.insert(Header { key, value: Some(value) });
                 }
-                let mut record = FutureRecord::<[u8], [u8]>::to(&message.topic).payload(&message.payload).headers(headers);
-                if let Some(key) = &message.key {
-                    record = record.key(key);
-                }
-                if let Some(partition) = message.partition {
-                    record = record.partition(partition);
-                }
+                let mut record = FutureRecord::<[u8], [u8]>::to(message.topic).payload(message.payload).headers(headers);
+                record.key = message.key;
+                record.partition = message.partition;
+                record.timestamp = message.timestamp;
                 pending.push(producer.send_result(record).map_err(|(error, _)| error));
             }
             let mut answers = Vec::with_capacity(pending.len());
@@ -208,14 +204,9 @@ impl KafkaView<'_> {
         what: String,
         call: impl AsyncFnOnce(&mut KafkaConnection, Duration) -> Result<R, Error>,
     ) -> Result<R, Error> {
-        let budget = call_budget(self.remaining);
+        let deadline = Deadline::of_call(self.remaining);
         let connection = self.table.get_mut(&ours(this)).map_err(|e| Error::Connection(e.to_string()))?;
-        let result = match tokio::time::timeout(budget, call(connection, budget)).await {
-            Ok(result) => result,
-            Err(_) => Err(Error::TimedOut(format!(
-                "{what} ran past the call's deadline ({budget:?} were left of limits.call_timeout)"
-            ))),
-        };
+        let result = deadline.run(&what, call(connection, deadline.budget())).await.unwrap_or_else(|late| Err(Error::TimedOut(late)));
         if let Err(error) = &result {
             self.log.host_warning(&format!("kafka `{}`: {}", connection.name, describe(error)));
         }
@@ -250,16 +241,11 @@ fn refusal(error: KafkaError) -> Result<String, Error> {
     }
 }
 
-/// How long a call may take: what is left of the guest's call, less a margin for the
-/// guest to answer.
-fn call_budget(remaining: Duration) -> Duration {
-    remaining.saturating_sub(remaining / 10).max(Duration::from_millis(1))
-}
-
 fn describe(error: &Error) -> String {
     match error {
         Error::NotGranted(p) => format!("not granted: {p}"),
         Error::Connection(p) => p.clone(),
+        Error::Invalid(p) => format!("invalid: {p}"),
         Error::TimedOut(p) => format!("timed out: {p}"),
     }
 }

@@ -11,12 +11,14 @@
 //! * `config.rs`: `[kafka.NAME]`, a cluster as the operator defines it;
 //! * `clusters.rs`: the clusters of one connector;
 //! * `consumer.rs`: a consumer of assigned partitions: assigned, read, committed;
+//! * `packed.rs`: messages packed into one buffer, as fetched and as produced;
 //! * `host.rs`: the interface's calls, each within the guest's call deadline.
 
 mod clusters;
 mod config;
 mod consumer;
 mod host;
+mod packed;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -15,6 +15,7 @@ use wasmtime::component::{HasData, Linker, Resource, ResourceTable};
 use super::MqttState;
 use super::session::Session as Ours;
 use crate::GuestData;
+use crate::deadline::Deadline;
 use crate::handles::hold;
 use crate::logging::GuestLog;
 
@@ -82,7 +83,7 @@ impl HostSession for MqttView<'_> {
     async fn receive(&mut self, this: Resource<Session>, max_messages: u32, wait_ms: u32) -> Result<Vec<Incoming>, Error> {
         let max = max_messages.clamp(1, MAX_RECEIVE) as usize;
         // Never past the call's deadline: an empty answer before it, not a time-out.
-        let wait = Duration::from_millis(u64::from(wait_ms)).min(call_budget(self.remaining) / 2);
+        let wait = Duration::from_millis(u64::from(wait_ms)).min(Deadline::of_call(self.remaining).budget() / 2);
         self.within(&this, "receiving".into(), async |session| session.receive(max, wait).await).await
     }
 
@@ -106,13 +107,10 @@ impl MqttView<'_> {
         what: String,
         call: impl AsyncFnOnce(&mut Ours) -> Result<R, String>,
     ) -> Result<R, Error> {
-        let budget = call_budget(self.remaining);
         let session = self.table.get_mut(&ours(this)).map_err(|e| Error::Connection(e.to_string()))?;
-        let result = match tokio::time::timeout(budget, call(session)).await {
+        let result = match Deadline::of_call(self.remaining).run(&what, call(session)).await {
             Ok(result) => result.map_err(Error::Connection),
-            Err(_) => Err(Error::TimedOut(format!(
-                "{what} ran past the call's deadline ({budget:?} were left of limits.call_timeout)"
-            ))),
+            Err(late) => Err(Error::TimedOut(late)),
         };
         if let Err(error) = &result {
             session.drop_connection();
@@ -124,10 +122,4 @@ impl MqttView<'_> {
         }
         result
     }
-}
-
-/// How long a call may take: what is left of the guest's call, less a margin for the
-/// guest to answer.
-fn call_budget(remaining: Duration) -> Duration {
-    remaining.saturating_sub(remaining / 10).max(Duration::from_millis(1))
 }

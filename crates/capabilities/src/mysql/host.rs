@@ -21,6 +21,7 @@ use super::MysqlState;
 use super::servers::Reached;
 use super::values::{column, pack, param};
 use crate::GuestData;
+use crate::deadline::Deadline;
 use crate::handles::hold;
 use crate::logging::GuestLog;
 
@@ -100,7 +101,7 @@ impl HostConnection for MysqlView<'_> {
     }
 
     async fn query(&mut self, this: Resource<Connection>, sql: String, params: Vec<Value>) -> Result<Rows, Error> {
-        let (columns, rows) = self.read(this, sql, params, Vec::new(), |rows, values| rows.push(values)).await?;
+        let (columns, rows) = self.read(this, sql, params, Vec::new(), |rows, values| rows.push(values.collect())).await?;
         Ok(Rows { columns, rows })
     }
 
@@ -113,7 +114,7 @@ impl HostConnection for MysqlView<'_> {
         let (columns, (count, data)) = self
             .read(this, sql, params, (0u32, Vec::new()), |(count, data), values| {
                 *count += 1;
-                values.iter().for_each(|value| pack(value, data));
+                values.for_each(|value| pack(&value, data));
             })
             .await?;
         Ok(PackedRows { columns, count, data })
@@ -165,7 +166,7 @@ impl MysqlView<'_> {
         sql: String,
         params: Vec<Value>,
         rows: R,
-        keep: impl Fn(&mut R, Vec<Value>) + Send,
+        keep: impl Fn(&mut R, &mut dyn Iterator<Item = Value>) + Send,
     ) -> Result<(Vec<String>, R), Error> {
         let max_bytes = self.state.max_result_bytes;
         self.within(&this, async |connection| {
@@ -192,8 +193,9 @@ impl MysqlView<'_> {
                          (limits.max_batch_bytes): ask for fewer rows at a time"
                     )));
                 }
-                let values = row.unwrap().into_iter().zip(&kinds).map(|(value, &(kind, charset))| column(value, kind, charset));
-                keep(&mut rows, values.collect());
+                let mut values =
+                    row.unwrap().into_iter().zip(&kinds).map(|(value, &(kind, charset))| column(value, kind, charset));
+                keep(&mut rows, &mut values);
                 count += 1;
             }
             Ok((columns, rows))
@@ -209,12 +211,11 @@ impl MysqlView<'_> {
         this: &Resource<Connection>,
         call: impl AsyncFnOnce(&mut MysqlConnection) -> Result<R, Error>,
     ) -> Result<R, Error> {
-        let budget = call_budget(self.remaining);
         let connection = self.table.get_mut(&ours(this)).map_err(|e| Error::Connection(e.to_string()))?;
-        let result = match tokio::time::timeout(budget, call(connection)).await {
-            Ok(result) => result,
-            Err(_) => Err(Error::TimedOut(format!("ran past the call's deadline ({budget:?} were left of limits.call_timeout)"))),
-        };
+        let result = Deadline::of_call(self.remaining)
+            .run("the call", call(connection))
+            .await
+            .unwrap_or_else(|late| Err(Error::TimedOut(late)));
         if let Err(error) = &result {
             if !matches!(error, Error::Refused(_)) {
                 connection.conn = None;
@@ -245,10 +246,4 @@ fn describe(error: &Error) -> String {
         Error::Refused(r) => format!("refused ({} {}): {}", r.code, r.state, r.message),
         Error::TimedOut(p) => format!("timed out: {p}"),
     }
-}
-
-/// How long a call may take: what is left of the guest's call, less a margin for the
-/// guest to answer.
-fn call_budget(remaining: Duration) -> Duration {
-    remaining.saturating_sub(remaining / 10).max(Duration::from_millis(1))
 }

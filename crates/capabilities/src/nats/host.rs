@@ -26,6 +26,7 @@ use super::consumers;
 use super::servers::Served;
 use super::{Credentials, NatsState};
 use crate::GuestData;
+use crate::deadline::Deadline;
 use crate::handles::hold;
 use crate::logging::GuestLog;
 
@@ -226,14 +227,9 @@ impl NatsView<'_> {
         what: String,
         call: impl AsyncFnOnce(&mut NatsConnection) -> Result<R, Error>,
     ) -> Result<R, Error> {
-        let budget = call_budget(self.remaining);
+        let deadline = Deadline::of_call(self.remaining);
         let connection = self.table.get_mut(&ours(this)).map_err(|e| Error::Connection(e.to_string()))?;
-        let result = match tokio::time::timeout(budget, call(connection)).await {
-            Ok(result) => result,
-            Err(_) => Err(Error::TimedOut(format!(
-                "{what} ran past the call's deadline ({budget:?} were left of limits.call_timeout)"
-            ))),
-        };
+        let result = deadline.run(&what, call(connection)).await.unwrap_or_else(|late| Err(Error::TimedOut(late)));
         if let Err(error) = &result {
             connection.jetstream = None;
             connection.consumers.clear();
@@ -268,12 +264,6 @@ async fn connect(served: &Served) -> Result<Context, Error> {
         .await
         .map_err(|e| Error::Connection(format!("cannot connect to {}: {e}", served.address)))?;
     Ok(jetstream::new(client))
-}
-
-/// How long a call may take: what is left of the guest's call, less a margin for the
-/// guest to answer.
-fn call_budget(remaining: Duration) -> Duration {
-    remaining.saturating_sub(remaining / 10).max(Duration::from_millis(1))
 }
 
 fn describe(error: &Error) -> String {

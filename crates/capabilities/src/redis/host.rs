@@ -19,6 +19,7 @@ use wasmtime::component::{HasData, Linker, Resource, ResourceTable};
 use super::RedisState;
 use super::servers::Served;
 use crate::GuestData;
+use crate::deadline::Deadline;
 use crate::handles::hold;
 use crate::logging::GuestLog;
 
@@ -145,9 +146,9 @@ impl RedisView<'_> {
             pipeline.atomic();
         }
         let count = commands.len();
-        let budget = command_budget(self.remaining);
         let connection = self.table.get_mut(&ours(this)).map_err(|e| Error::Connection(e.to_string()))?;
-        let outcome = tokio::time::timeout(budget, async {
+        let what = format!("the {count} command(s)");
+        let outcome = Deadline::of_call(self.remaining).run(&what, async {
             if connection.connection.is_none() {
                 connection.connection = Some(connect(&connection.served).await?);
             }
@@ -157,9 +158,7 @@ impl RedisView<'_> {
         })
         .await;
         let result = match outcome {
-            Err(_) => Err(Error::TimedOut(format!(
-                "the {count} command(s) ran past the call's deadline ({budget:?} were left of limits.call_timeout)"
-            ))),
+            Err(late) => Err(Error::TimedOut(late)),
             Ok(Err((error, connecting))) => match server_errors(&error, count) {
                 Some(refusals) if !connecting => Ok(refusals),
                 _ => Err(Error::Connection(describe(&error, connecting))),
@@ -200,12 +199,6 @@ async fn connect(served: &Served) -> Result<MultiplexedConnection, (RedisError, 
     let config =
         AsyncConnectionConfig::new().set_connection_timeout(Some(served.connect_timeout)).set_response_timeout(None);
     served.client.get_multiplexed_async_connection_with_config(&config).await.map_err(|e| (e, true))
-}
-
-/// How long a command may take: what is left of the call, less a margin for the
-/// guest to answer.
-fn command_budget(remaining: Duration) -> Duration {
-    remaining.saturating_sub(remaining / 10).max(Duration::from_millis(1))
 }
 
 /// A command's reply, or the server's refusal of it in its words.
