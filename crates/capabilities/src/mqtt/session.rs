@@ -56,13 +56,15 @@ impl Session {
         self.connected = None;
     }
 
-    pub async fn publish(&mut self, messages: Vec<Outgoing>) -> Result<(), String> {
-        for chunk in messages.chunks(QUEUE) {
+    pub async fn publish(&mut self, mut messages: Vec<Outgoing>) -> Result<(), String> {
+        for chunk in messages.chunks_mut(QUEUE) {
             let (connected, tickets) = self.connection().await?;
-            for message in chunk {
+            for message in chunk.iter_mut() {
+                // The payload moves to the client, not copied: the call owns it.
+                let payload = std::mem::take(&mut message.payload);
                 connected
                     .client
-                    .try_publish(message.topic.as_str(), to_qos(message.qos), message.retain, message.payload.clone())
+                    .try_publish(message.topic.as_str(), to_qos(message.qos), message.retain, payload)
                     .map_err(|e| format!("cannot publish to {:?}: {e}", message.topic))?;
             }
             // Each publish goes out in order; one of QoS 1 or 2 is done at its PUBACK or
