@@ -9,7 +9,9 @@
 //! storage it does not create a topic when a client first names it (a test creates its
 //! topics), and it never removes a killed member from a consumer group (a group a
 //! killed client was in never rebalances), which is one reason the Kafka source
-//! assigns partitions itself rather than subscribing.
+//! assigns partitions itself rather than subscribing. Its SASL PLAIN takes any
+//! password; its SCRAM checks it, against users it stores, so a broker that must
+//! refuse a password ([`KafkaBroker::start_with_user`]) knows a SCRAM user.
 //!
 //! When the tests run as root (as CI does) the broker runs as [`SERVER_USER`], which
 //! the setup script makes. Without tansu or that user the tests fail and say so: they
@@ -41,6 +43,12 @@ const PATIENCE: Duration = Duration::from_secs(60);
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
 const SETUP: &str = "scripts/setup-kafka (tansu, from crates.io)";
 
+/// The user a broker of [`KafkaBroker::start_with_user`] knows, with [`PASSWORD`].
+pub const USER: &str = "ferry";
+pub const PASSWORD: &str = "kafka-secret-7";
+/// Its SASL mechanism.
+pub const MECHANISM: &str = "SCRAM-SHA-512";
+
 /// One message of a topic, as the test's client reads it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Record {
@@ -65,6 +73,8 @@ pub struct KafkaBroker {
     dir: tempfile::TempDir,
     port: u16,
     run_as: Option<(u32, u32)>,
+    /// Whether clients must log in as [`USER`].
+    authenticating: bool,
     child: Option<Child>,
 }
 
@@ -77,10 +87,27 @@ impl KafkaBroker {
             std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid))
                 .expect("the broker's user owns its temporary directory");
         }
-        let mut broker = KafkaBroker { dir, port: free_port(), run_as, child: None };
+        let mut broker = KafkaBroker { dir, port: free_port(), run_as, authenticating: false, child: None };
         if let Err(log) = broker.spawn() {
             panic!("tansu did not start; its log:\n{log}");
         }
+        broker
+    }
+
+    /// A new broker that lets in only [`USER`], by SCRAM with [`PASSWORD`]: started
+    /// open, the user made (tansu's own `user create`), then started again requiring
+    /// a login.
+    pub fn start_with_user() -> KafkaBroker {
+        let mut broker = KafkaBroker::start();
+        let made = Command::new(on_path("tansu", SETUP))
+            .args(["user", "create", "--broker", &format!("tcp://{}", broker.address())])
+            .args(["--mechanism", "scram512", USER, PASSWORD])
+            .output()
+            .expect("tansu user create runs");
+        assert!(made.status.success(), "the user is not made: {}", String::from_utf8_lossy(&made.stderr));
+        broker.kill_9();
+        broker.authenticating = true;
+        broker.restart();
         broker
     }
 
@@ -99,6 +126,7 @@ impl KafkaBroker {
         command
             .args(["broker", "--listener-url", &listener, "--advertised-listener-url", &listener])
             .args(["--storage-engine", "sqlite://tansu.db", "--cluster-id", "ferry-tests"])
+            .args(self.authenticating.then_some("--authentication"))
             .env("RUST_LOG", "warn")
             .current_dir(self.dir.path())
             .stdin(Stdio::null())
@@ -136,10 +164,27 @@ impl KafkaBroker {
         format!("[kafka.{name}]\nbrokers = [\"{}\"]\n", self.address())
     }
 
-    /// The properties every client of the test's starts from.
+    /// That section with a login as [`USER`], the password read from the environment
+    /// variable `password_env`.
+    pub fn ferry_section_as_user(&self, name: &str, password_env: &str) -> String {
+        format!(
+            "{}user = \"{USER}\"\npassword = {{ env = \"{password_env}\" }}\nmechanism = \"{MECHANISM}\"\n",
+            self.ferry_section(name)
+        )
+    }
+
+    /// The properties every client of the test's starts from (logged in as [`USER`]
+    /// when the broker wants a login).
     pub fn client_config(&self) -> ClientConfig {
         let mut config = ClientConfig::new();
         config.set("bootstrap.servers", self.address()).set("client.id", "ferry-tests");
+        if self.authenticating {
+            config
+                .set("security.protocol", "SASL_PLAINTEXT")
+                .set("sasl.mechanism", MECHANISM)
+                .set("sasl.username", USER)
+                .set("sasl.password", PASSWORD);
+        }
         config
     }
 

@@ -5,7 +5,8 @@
 //! nothing lost through a `kill -9` of the broker and one of ferry mid-flow (Kafka
 //! keeps no ids across producers: what a replay stores again is counted, at most the
 //! batches in flight, each copy with the same `Iggy-Id`); a cluster not granted
-//! refused before any connection.
+//! refused before any connection; a refused password said at once, nothing stored
+//! until the password is right.
 
 use std::collections::BTreeMap;
 use std::net::TcpListener;
@@ -16,7 +17,7 @@ use ferry::engine::status::Event;
 use ferry::store::local_log::LocalLog;
 use ferry_tests::components::{KAFKA_SINK, RANDOM_SOURCE};
 use ferry_tests::harness::{Harness, Running};
-use ferry_tests::kafka_broker::{KafkaBroker, Record};
+use ferry_tests::kafka_broker::{KafkaBroker, PASSWORD, Record};
 use ferry_tests::records::{seq_messages, seq_of};
 use nix::sys::signal::Signal;
 use serde_json::{Value, json};
@@ -28,12 +29,17 @@ use crate::sinks::{drain_orders as drain, wait_written_orders as wait_written};
 /// A `kafka-sink` `key` reading topic `orders`, granted `broker` as `events`, with
 /// `plugin_config` added; its dead letters into topic `orders-dead`.
 fn sink(h: &Harness, broker: &KafkaBroker, key: &str, plugin_config: Value) -> SinkConnector {
+    sink_of(h, &broker.ferry_section("x"), key, plugin_config)
+}
+
+/// [`sink`] of the cluster `section` defines (as `[kafka.x]`).
+fn sink_of(h: &Harness, section: &str, key: &str, plugin_config: Value) -> SinkConnector {
     let mut config = json!({ "connection": "events" });
     config.as_object_mut().unwrap().extend(plugin_config.as_object().unwrap().clone());
     let mut sink = h.sink(key, KAFKA_SINK, config, &["orders"]);
     sink.dead_letters = Some(h.dead_letters("orders-dead"));
     sink.sandbox.grants.kafka = vec!["events".into()];
-    let section: KafkaCluster = toml::from_str(&broker.ferry_section("x").replace("[kafka.x]\n", "")).unwrap();
+    let section: KafkaCluster = toml::from_str(&section.replace("[kafka.x]\n", "")).unwrap();
     let clusters = BTreeMap::from([("events".to_string(), section)]);
     sink.sandbox.shared.kafka = KafkaClusters::granted(&sink.sandbox.grants.kafka, &clusters).unwrap();
     sink
@@ -113,6 +119,43 @@ async fn a_cluster_not_granted_is_refused_before_any_connection() {
     running.stop().await;
     assert!(format!("{event:?}").contains("not in this connector's grants.kafka"), "{event:?}");
     assert!(listener.accept().is_err(), "nothing connected");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_password_is_said_at_once_and_nothing_is_stored_until_it_is_right() {
+    const WRONG: &str = "not-the-password-3";
+    let broker = tokio::task::block_in_place(KafkaBroker::start_with_user);
+    broker.create_topic("test.orders", 1).await;
+    let h = Harness::new();
+    h.append("orders", seq_messages(0..10)).await;
+    // SAFETY: these variables are this test's alone.
+    unsafe {
+        std::env::set_var("FERRY_TEST_KAFKA_WRONG_PASSWORD", WRONG);
+        std::env::set_var("FERRY_TEST_KAFKA_PASSWORD", PASSWORD);
+    }
+    let section = broker.ferry_section_as_user("x", "FERRY_TEST_KAFKA_WRONG_PASSWORD");
+    let mut wrong = sink_of(&h, &section, "locked-out", json!({}));
+    // Long enough that only the refusal, not the deadline, can end the call.
+    wrong.sandbox.limits.call_timeout = std::time::Duration::from_secs(60);
+    let mut running = Running::start(h.host_with(Vec::new(), vec![wrong]));
+    let event =
+        running.wait_for("the refusal", |e| matches!(e, Event::Retried { key, .. } if &**key == "locked-out")).await;
+    running.stop().await;
+    let said = format!("{event:?}");
+    assert!(
+        said.contains("kafka `events`")
+            && said.contains("the cluster refused the login of user `ferry` (SCRAM-SHA-512)"),
+        "{said}"
+    );
+    assert!(!said.contains("timed out") && !said.contains(WRONG), "{said}");
+    assert!(tokio::task::block_in_place(|| broker.read_all("test.orders")).is_empty(), "nothing stored");
+    assert!(h.records("orders-dead").is_empty(), "nothing dead-lettered");
+
+    let section = broker.ferry_section_as_user("x", "FERRY_TEST_KAFKA_PASSWORD");
+    drain(&h, sink_of(&h, &section, "let-in", json!({})), 10).await;
+    let stored = seq_counts(&tokio::task::block_in_place(|| broker.read_all("test.orders")));
+    assert_eq!(stored.keys().copied().collect::<Vec<_>>(), (0..10).collect::<Vec<_>>(), "every message");
+    assert!(stored.values().all(|n| *n == 1), "once each: {stored:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

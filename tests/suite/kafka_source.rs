@@ -18,7 +18,7 @@ use ferry::store::local_log::{LocalLog, Record};
 use ferry_tests::components::KAFKA_SOURCE;
 use ferry_tests::faults::FaultyTarget;
 use ferry_tests::harness::Harness;
-use ferry_tests::kafka_broker::KafkaBroker;
+use ferry_tests::kafka_broker::{KafkaBroker, PASSWORD};
 use ferry_tests::logs::capture;
 use ferry_tests::records::{assert_complete, seq_of, seqs};
 use nix::sys::signal::Signal;
@@ -55,11 +55,16 @@ fn assert_in_partition_order(records: &[Record]) {
 
 /// A `kafka-source` `key` into topic `key` of the harness, granted `broker` as `hub`.
 fn source(h: &Harness, broker: &KafkaBroker, key: &str, plugin_config: Value) -> SourceConnector {
+    source_of(h, &broker.ferry_section("x"), key, plugin_config)
+}
+
+/// [`source`] of the cluster `section` defines (as `[kafka.x]`).
+fn source_of(h: &Harness, section: &str, key: &str, plugin_config: Value) -> SourceConnector {
     let mut config = json!({ "connection": "hub" });
     config.as_object_mut().unwrap().extend(plugin_config.as_object().unwrap().clone());
     let mut source = h.source(key, KAFKA_SOURCE, config);
     source.sandbox.grants.kafka = vec!["hub".into()];
-    let section: KafkaCluster = toml::from_str(&broker.ferry_section("x").replace("[kafka.x]\n", "")).unwrap();
+    let section: KafkaCluster = toml::from_str(&section.replace("[kafka.x]\n", "")).unwrap();
     let clusters = BTreeMap::from([("hub".to_string(), section)]);
     source.sandbox.shared.kafka = KafkaClusters::granted(&source.sandbox.grants.kafka, &clusters).unwrap();
     source
@@ -235,6 +240,46 @@ async fn a_topic_that_does_not_exist_is_refused_at_open_naming_it() {
     let said = format!("{event:?}");
     assert!(said.contains("kafka `hub`") && said.contains("the topic \\\"nope\\\""), "{said}");
     assert!(h.records("orders").is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_password_is_said_at_open_and_nothing_is_read_until_it_is_right() {
+    const WRONG: &str = "not-the-password-4";
+    let broker = tokio::task::block_in_place(KafkaBroker::start_with_user);
+    broker.create_topic("events", 1).await;
+    produce(&broker, "events", 0..10).await;
+    let h = Harness::new();
+    // SAFETY: these variables are this test's alone.
+    unsafe {
+        std::env::set_var("FERRY_TEST_KAFKA_SOURCE_WRONG_PASSWORD", WRONG);
+        std::env::set_var("FERRY_TEST_KAFKA_SOURCE_PASSWORD", PASSWORD);
+    }
+    let section = broker.ferry_section_as_user("x", "FERRY_TEST_KAFKA_SOURCE_WRONG_PASSWORD");
+    let mut wrong = source_of(&h, &section, "locked-out", json!({ "topics": ["events"] }));
+    // Long enough that only the refusal, not the deadline, can end the call.
+    wrong.sandbox.limits.call_timeout = std::time::Duration::from_secs(60);
+    let mut running = h.start(vec![wrong]);
+    let event = running
+        .wait_for(
+            "the open to fail",
+            |e| matches!(e, Event::GuestError { key, .. } | Event::Failed { key, .. } if &**key == "locked-out"),
+        )
+        .await;
+    running.stop().await;
+    let said = format!("{event:?}");
+    assert!(
+        said.contains("kafka `hub`") && said.contains("the cluster refused the login of user `ferry` (SCRAM-SHA-512)"),
+        "{said}"
+    );
+    assert!(!said.contains("timed out") && !said.contains(WRONG), "{said}");
+    assert!(h.records("locked-out").is_empty(), "nothing read");
+
+    let section = broker.ferry_section_as_user("x", "FERRY_TEST_KAFKA_SOURCE_PASSWORD");
+    let mut running =
+        h.start(vec![source_of(&h, &section, "let-in", json!({ "topics": ["events"], "group": "let-in" }))]);
+    running.wait_for("every message", |_| h.records("let-in").len() >= 10).await;
+    running.stop().await;
+    assert_eq!(seqs(&h.records("let-in")), (0..10).collect::<Vec<_>>(), "every message once, in order");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -21,27 +21,31 @@ use crate::db::Database;
 /// Write `batch` and say what became of it.
 pub fn write<D: Database>(sink: &PostgresSink<D>, batch: &SinkBatch) -> Written {
     let mut rejected: Vec<(usize, String)> = Vec::new();
-    // (index in the batch, its insert), for the messages still to write.
+    // The messages still to write: their index in the batch, and their inserts, kept
+    // apart so that the transaction takes the inserts as they are (no copy a round).
     let mut pending = Vec::with_capacity(batch.messages.len());
+    let mut statements = Vec::with_capacity(batch.messages.len());
     for (index, message) in batch.messages.iter().enumerate() {
         match sink.layout.insert(batch, message) {
-            Ok(statement) => pending.push((index, statement)),
+            Ok(statement) => {
+                pending.push(index);
+                statements.push(statement);
+            }
             Err(reason) => rejected.push((index, reason)),
         }
     }
     // Each round either commits or takes one message out, so this ends.
-    while !pending.is_empty() {
-        let statements: Vec<_> = pending.iter().map(|(_, statement)| statement.clone()).collect();
+    while !statements.is_empty() {
         match sink.db.transaction(&statements) {
             Ok(_) => break,
             Err(PgError::Refused(refusal)) if is_about_the_row(&refusal) => {
-                let Some(at) = refusal.statement.map(|s| s as usize).filter(|&s| s < pending.len()) else {
+                let Some(at) = refusal.statement.map(|s| s as usize).filter(|&s| s < statements.len()) else {
                     // Some message is poison and the server did not say which: the
                     // host splits the batch until it finds it.
                     return Written::unwritable(failed(sink, &PgError::Refused(refusal)));
                 };
-                let (index, _) = pending.remove(at);
-                rejected.push((index, format!("{} (SQLSTATE {})", refusal.message, refusal.code)));
+                statements.remove(at);
+                rejected.push((pending.remove(at), format!("{} (SQLSTATE {})", refusal.message, refusal.code)));
             }
             Err(error) => return Written::retry(failed(sink, &error)),
         }

@@ -35,7 +35,7 @@ impl KafkaClusters {
             match cluster.credentials().map_err(|p| format!("[kafka.{name}] {p}"))? {
                 Some((user, password)) => properties.extend([
                     ("security.protocol".to_string(), "SASL_PLAINTEXT".to_string()),
-                    ("sasl.mechanism".to_string(), "PLAIN".to_string()),
+                    ("sasl.mechanism".to_string(), cluster.mechanism.unwrap_or_default().name().to_string()),
                     ("sasl.username".to_string(), user),
                     ("sasl.password".to_string(), password),
                 ]),

@@ -26,10 +26,11 @@ use futures::FutureExt;
 use rdkafka::config::ClientConfig;
 use rdkafka::client::ClientContext;
 use rdkafka::consumer::{CommitMode, Consumer as _, ConsumerContext, StreamConsumer};
-use rdkafka::error::KafkaResult;
+use rdkafka::error::{KafkaError, KafkaResult};
 use rdkafka::{Offset, TopicPartitionList};
 
 use super::clusters::Served;
+use super::login::Login;
 use super::packed::pack;
 
 /// The most messages one fetch takes.
@@ -45,12 +46,18 @@ pub struct Consumer {
 }
 
 /// Where librdkafka's answers to a consumer's commits go, which nothing awaits: a
-/// failure into the host log, naming the cluster.
+/// failure into the host log, naming the cluster. Its global errors go to the
+/// connection's [`Login`].
 struct Answers {
     cluster: String,
+    login: Login,
 }
 
-impl ClientContext for Answers {}
+impl ClientContext for Answers {
+    fn error(&self, error: KafkaError, reason: &str) {
+        self.login.error(error, reason);
+    }
+}
 
 impl ConsumerContext for Answers {
     fn commit_callback(&self, result: KafkaResult<()>, _offsets: &TopicPartitionList) {
@@ -68,6 +75,7 @@ impl ConsumerContext for Answers {
 pub async fn assign(
     cluster: &str,
     served: &Served,
+    login: &Login,
     existing: Option<Consumer>,
     group: &str,
     topics: &[String],
@@ -75,14 +83,14 @@ pub async fn assign(
     from_earliest: bool,
     budget: Duration,
 ) -> Result<Result<(Consumer, Vec<Position>), String>, Error> {
-    let consumer = match existing {
-        Some(consumer) if consumer.group == group && consumer.from_earliest == from_earliest => consumer,
+    let (consumer, fresh) = match existing {
+        Some(consumer) if consumer.group == group && consumer.from_earliest == from_earliest => (consumer, false),
         other => {
             if let Some(old) = other {
                 drop_aside(old);
             }
-            match make(cluster, served, group, from_earliest) {
-                Ok(consumer) => consumer,
+            match make(cluster, served, login, group, from_earliest) {
+                Ok(consumer) => (consumer, true),
                 Err(refused) => return Ok(Err(refused)),
             }
         }
@@ -90,11 +98,11 @@ pub async fn assign(
     let inner = Arc::clone(&consumer.inner);
     let topics = topics.to_vec();
     let starts = starts.to_vec();
-    let assigned = blocking(move || -> Result<Result<Vec<Position>, String>, Error> {
+    let asking = login.clone();
+    let work = blocking(move || -> Result<Result<Vec<Position>, String>, Error> {
         let mut wanted = TopicPartitionList::new();
         for topic in &topics {
-            let metadata = inner
-                .fetch_metadata(Some(topic), budget)
+            let metadata = metadata(&inner, topic, budget, &asking)
                 .map_err(|e| Error::Connection(format!("reading the metadata of the topic {topic:?} failed: {e}")))?;
             let Some(found) = metadata.topics().iter().find(|found| found.name() == topic) else {
                 return Ok(Err(format!("the cluster says nothing of the topic {topic:?}")));
@@ -134,13 +142,55 @@ pub async fn assign(
         }
         inner.assign(&assignment).map_err(|e| Error::Connection(format!("assigning the partitions failed: {e}")))?;
         Ok(Ok(positions))
-    })
-    .await?;
-    Ok(assigned.map(|positions| (consumer, positions)))
+    });
+    let assigned = if fresh {
+        // Nothing is assigned to it yet: what its queue holds are errors.
+        tokio::select! {
+            assigned = work => assigned,
+            never = pass_errors(&consumer, login) => match never {},
+        }
+    } else {
+        work.await
+    };
+    // On failure the consumer goes: the next assign makes one afresh.
+    Ok(assigned?.map(|positions| (consumer, positions)))
+}
+
+/// How long one metadata request may wait before it is asked again.
+const METADATA_SLICE: Duration = Duration::from_secs(1);
+
+/// The metadata of `topic`, asked again every [`METADATA_SLICE`] while `budget`
+/// lasts, unless the login is refused: a request to a cluster that refuses it waits
+/// out its whole time-out (or fails as a transport failure).
+fn metadata(
+    consumer: &StreamConsumer<Answers>,
+    topic: &str,
+    budget: Duration,
+    login: &Login,
+) -> KafkaResult<rdkafka::metadata::Metadata> {
+    let until = std::time::Instant::now() + budget;
+    loop {
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        match consumer.fetch_metadata(Some(topic), left.min(METADATA_SLICE)) {
+            Err(_) if left > METADATA_SLICE && login.last_refusal().is_none() => continue,
+            answer => return answer,
+        }
+    }
+}
+
+/// A new consumer's refused login comes to no request, only to its queue as an error
+/// event: read and given to the connection's [`Login`], which fails the call waiting.
+async fn pass_errors(consumer: &Consumer, login: &Login) -> std::convert::Infallible {
+    loop {
+        if let Err(error) = consumer.inner.recv().await {
+            let reason = error.to_string();
+            login.error(error, &reason);
+        }
+    }
 }
 
 /// A new consumer of `cluster` for `group`, committing nothing by itself.
-fn make(cluster: &str, served: &Served, group: &str, from_earliest: bool) -> Result<Consumer, String> {
+fn make(cluster: &str, served: &Served, login: &Login, group: &str, from_earliest: bool) -> Result<Consumer, String> {
     let mut config = ClientConfig::new();
     for (name, value) in &served.properties {
         config.set(name, value);
@@ -151,7 +201,7 @@ fn make(cluster: &str, served: &Served, group: &str, from_earliest: bool) -> Res
         .set("enable.auto.offset.store", "false")
         .set("enable.partition.eof", "false")
         .set("auto.offset.reset", if from_earliest { "earliest" } else { "latest" });
-    let answers = Answers { cluster: cluster.to_string() };
+    let answers = Answers { cluster: cluster.to_string(), login: login.clone() };
     let inner = config.create_with_context(answers).map_err(|e| format!("cannot make a consumer: {e}"))?;
     Ok(Consumer { group: group.to_string(), from_earliest, inner: Arc::new(inner) })
 }

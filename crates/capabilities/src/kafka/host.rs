@@ -24,6 +24,7 @@ use wasmtime::component::{HasData, Linker, Resource, ResourceTable};
 use super::KafkaState;
 use super::clusters::Served;
 use super::consumer::{self, Consumer};
+use super::login::Login;
 use super::packed::Packed;
 use crate::GuestData;
 use crate::deadline::Deadline;
@@ -35,7 +36,8 @@ use crate::logging::GuestLog;
 struct KafkaConnection {
     name: String,
     served: Served,
-    producer: Option<FutureProducer>,
+    login: Login,
+    producer: Option<FutureProducer<Login>>,
     consumer: Option<Consumer>,
 }
 
@@ -88,7 +90,8 @@ impl HostConnection for KafkaView<'_> {
             self.log.host_warning(&format!("kafka: {problem}"));
             return Err(Error::NotGranted(problem));
         };
-        let connection = KafkaConnection { name, served: served.clone(), producer: None, consumer: None };
+        let login = Login::of(served);
+        let connection = KafkaConnection { name, served: served.clone(), login, producer: None, consumer: None };
         hold(self.table, connection).map_err(|problem| {
             self.log.host_warning(&format!("kafka: {problem}"));
             Error::Connection(problem)
@@ -98,7 +101,7 @@ impl HostConnection for KafkaView<'_> {
     async fn produce(&mut self, this: Resource<Connection>, messages: Vec<u8>) -> Result<Vec<Result<Produced, String>>, Error> {
         let answers = self.within(&this, "producing".into(), async |connection, _| {
             if connection.producer.is_none() {
-                connection.producer = Some(producer(&connection.served)?);
+                connection.producer = Some(producer(&connection.served, &connection.login)?);
             }
             let producer = connection.producer.as_ref().expect("made just now");
             // Every message read before any is queued: a buffer cut short sends none.
@@ -130,9 +133,10 @@ impl HostConnection for KafkaView<'_> {
             Ok(answers)
         })
         .await;
-        // What a timed-out call left queued would be sent with the retry's copies:
-        // dropped, unsent (what was in flight may still be stored, at most once more).
-        if let Err(Error::TimedOut(_)) = &answers
+        // What a failed call (timed out, refused) left queued would be sent with the
+        // retry's copies: dropped, unsent (what was in flight may still be stored, at
+        // most once more).
+        if answers.is_err()
             && let Ok(KafkaConnection { producer: Some(producer), .. }) = self.table.get(&ours(&this))
         {
             producer.purge(PurgeConfig::default().queue().non_blocking());
@@ -152,8 +156,18 @@ impl HostConnection for KafkaView<'_> {
         self.within(&this, what, async |connection, budget| {
             let existing = connection.consumer.take();
             let assigned =
-                consumer::assign(&connection.name, &connection.served, existing, &group, &topics, &starts, from_earliest, budget)
-                    .await?;
+                consumer::assign(
+                    &connection.name,
+                    &connection.served,
+                    &connection.login,
+                    existing,
+                    &group,
+                    &topics,
+                    &starts,
+                    from_earliest,
+                    budget,
+                )
+                .await?;
             Ok(assigned.map(|(consumer, positions)| {
                 connection.consumer = Some(consumer);
                 positions
@@ -197,7 +211,8 @@ impl HostConnection for KafkaView<'_> {
 
 impl KafkaView<'_> {
     /// Run `call` on the connection behind `this` within what is left of the guest's
-    /// call (given to it, for librdkafka's own time-outs); a failure is logged.
+    /// call (given to it, for librdkafka's own time-outs), failing it at once if the
+    /// cluster refuses the login meanwhile; a failure is logged.
     async fn within<R>(
         &mut self,
         this: &Resource<Connection>,
@@ -206,7 +221,26 @@ impl KafkaView<'_> {
     ) -> Result<R, Error> {
         let deadline = Deadline::of_call(self.remaining);
         let connection = self.table.get_mut(&ours(this)).map_err(|e| Error::Connection(e.to_string()))?;
-        let result = deadline.run(&what, call(connection, deadline.budget())).await.unwrap_or_else(|late| Err(Error::TimedOut(late)));
+        let login = connection.login.clone();
+        let refusal = login.refusal();
+        let result = tokio::select! {
+            result = deadline.run(&what, call(connection, deadline.budget())) => {
+                result.unwrap_or_else(|late| Err(Error::TimedOut(late)))
+            }
+            refused = refusal => Err(Error::Connection(refused)),
+        };
+        // A connection that failed (or a call that waited for one) while the login is
+        // refused failed for that.
+        let result = match result {
+            Err(Error::Connection(_) | Error::TimedOut(_)) if let Some(refused) = login.last_refusal() => {
+                Err(Error::Connection(refused))
+            }
+            other => other,
+        };
+        if result.is_ok() {
+            login.worked();
+        }
+        let connection = self.table.get(&ours(this)).map_err(|e| Error::Connection(e.to_string()))?;
         if let Err(error) = &result {
             self.log.host_warning(&format!("kafka `{}`: {}", connection.name, describe(error)));
         }
@@ -216,7 +250,7 @@ impl KafkaView<'_> {
 
 /// An idempotent producer of `served` (acks from every in-sync replica; its own
 /// retries store a message once), sending what is queued at once.
-fn producer(served: &Served) -> Result<FutureProducer, Error> {
+fn producer(served: &Served, login: &Login) -> Result<FutureProducer<Login>, Error> {
     let mut config = ClientConfig::new();
     // A batch is awaited whole: waiting for more to fill librdkafka's own batches only
     // adds latency. An operator's `properties` may say otherwise.
@@ -225,7 +259,9 @@ fn producer(served: &Served) -> Result<FutureProducer, Error> {
         config.set(name, value);
     }
     config.set("enable.idempotence", "true").set("acks", "all");
-    config.create().map_err(|e| Error::Connection(format!("cannot make a producer for {}: {e}", served.brokers)))
+    config
+        .create_with_context(login.clone())
+        .map_err(|e| Error::Connection(format!("cannot make a producer for {}: {e}", served.brokers)))
 }
 
 /// A failed message: its own refusal (`Ok`: too large, invalid), or the

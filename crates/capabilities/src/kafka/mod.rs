@@ -11,6 +11,7 @@
 //! * `config.rs`: `[kafka.NAME]`, a cluster as the operator defines it;
 //! * `clusters.rs`: the clusters of one connector;
 //! * `consumer.rs`: a consumer of assigned partitions: assigned, read, committed;
+//! * `login.rs`: a refused login, which librdkafka tells no call of, kept for them;
 //! * `packed.rs`: messages packed into one buffer, as fetched and as produced;
 //! * `host.rs`: the interface's calls, each within the guest's call deadline.
 
@@ -18,6 +19,7 @@ mod clusters;
 mod config;
 mod consumer;
 mod host;
+mod login;
 mod packed;
 
 use std::collections::BTreeMap;
@@ -27,7 +29,7 @@ use ferry_contract::settings::{SecretSource, valid_key};
 use wasmtime::component::Linker;
 
 pub use clusters::KafkaClusters;
-pub use config::KafkaCluster;
+pub use config::{KafkaCluster, Mechanism};
 
 use crate::{Capability, GuestData, Import, InstanceBuilder, Verdict};
 

@@ -115,9 +115,18 @@ impl HostConnection for PostgresView<'_> {
 
     async fn transaction(&mut self, this: Resource<Connection>, statements: Vec<Statement>) -> Result<Vec<u64>, Error> {
         self.run(&this, "transaction", async |client| {
-            let mut prepared = Vec::with_capacity(statements.len());
+            let mut prepared: Vec<Prepared> = Vec::with_capacity(statements.len());
             for (index, statement) in statements.iter().enumerate() {
-                prepared.push(prepare(client, &statement.sql, &statement.params, Some(index)).await?);
+                // A sink's batch is one statement text a row: checked and looked up in
+                // the cache once, not a row at a time.
+                let before = index.checked_sub(1).map(|i| &statements[i]);
+                let next = match before {
+                    Some(before) if before.sql == statement.sql && before.params.len() == statement.params.len() => {
+                        prepared[index - 1].clone()
+                    }
+                    _ => prepare(client, &statement.sql, &statement.params, Some(index)).await?,
+                };
+                prepared.push(next);
             }
             let transaction = client.transaction().await.map_err(|e| classify(e, None))?;
             // Pipelined: every statement is sent before the first answer is read, so a
