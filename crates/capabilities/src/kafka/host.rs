@@ -99,7 +99,8 @@ impl HostConnection for KafkaView<'_> {
     }
 
     async fn produce(&mut self, this: Resource<Connection>, messages: Vec<u8>) -> Result<Vec<Result<Produced, String>>, Error> {
-        let answers = self.within(&this, "producing".into(), async |connection, _| {
+        let what = format!("producing a batch of {} bytes", messages.len());
+        let answers = self.within(&this, what, async |connection, _| {
             if connection.producer.is_none() {
                 connection.producer = Some(producer(&connection.served, &connection.login)?);
             }
@@ -152,7 +153,7 @@ impl HostConnection for KafkaView<'_> {
         starts: Vec<Position>,
         from_earliest: bool,
     ) -> Result<Result<Vec<Position>, String>, Error> {
-        let what = format!("assigning the partitions of {topics:?} to the group {group:?}");
+        let what = format!("assigning the partitions of {} to the group {group:?}", named(&topics));
         self.within(&this, what, async |connection, budget| {
             let existing = connection.consumer.take();
             let assigned =
@@ -277,11 +278,33 @@ fn refusal(error: KafkaError) -> Result<String, Error> {
     }
 }
 
+/// How many topics a warning names before it only counts the rest.
+const NAMED_TOPICS: usize = 5;
+
+/// `["a", "b"]`, or the first [`NAMED_TOPICS`] and how many more: a warning a line long.
+fn named(topics: &[String]) -> String {
+    match topics.len().checked_sub(NAMED_TOPICS) {
+        Some(more) if more > 0 => format!("{:?} and {more} more topic(s)", &topics[..NAMED_TOPICS]),
+        _ => format!("{topics:?}"),
+    }
+}
+
 fn describe(error: &Error) -> String {
     match error {
         Error::NotGranted(p) => format!("not granted: {p}"),
         Error::Connection(p) => p.clone(),
         Error::Invalid(p) => format!("invalid: {p}"),
         Error::TimedOut(p) => format!("timed out: {p}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_warning_names_a_few_topics_and_counts_the_rest() {
+        let topics: Vec<String> = (0..8).map(|i| format!("t{i}")).collect();
+        assert_eq!(super::named(&topics[..2]), r#"["t0", "t1"]"#);
+        assert_eq!(super::named(&topics[..5]), r#"["t0", "t1", "t2", "t3", "t4"]"#);
+        assert_eq!(super::named(&topics), r#"["t0", "t1", "t2", "t3", "t4"] and 3 more topic(s)"#);
     }
 }

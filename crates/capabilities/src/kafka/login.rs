@@ -81,3 +81,41 @@ impl ClientContext for Login {
         Login::error(self, error, reason);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn login() -> Login {
+        let properties = [("sasl.username", "ferry"), ("sasl.mechanism", "SCRAM-SHA-512"), ("sasl.password", "p4ss")];
+        let properties = properties.map(|(name, value)| (name.to_string(), value.to_string())).to_vec();
+        Login::of(&Served { brokers: "h:1".into(), properties })
+    }
+
+    fn refused() -> KafkaError {
+        KafkaError::MessageConsumption(RDKafkaErrorCode::Authentication)
+    }
+
+    #[tokio::test]
+    async fn a_call_fails_on_a_refusal_made_during_it_naming_the_user_not_the_password() {
+        let login = login();
+        login.error(refused(), "before the call");
+        let waiting = login.refusal();
+        login.error(KafkaError::MessageConsumption(RDKafkaErrorCode::AllBrokersDown), "all brokers down");
+        login.error(refused(), "SASL SCRAM authentication failed");
+        let said = tokio::time::timeout(std::time::Duration::from_secs(5), waiting).await.expect("the refusal");
+        assert_eq!(said, "the cluster refused the login of user `ferry` (SCRAM-SHA-512): SASL SCRAM authentication failed");
+        assert!(!said.contains("p4ss"));
+    }
+
+    #[tokio::test]
+    async fn a_refusal_from_before_the_call_is_not_waited_for_and_a_success_forgets_it() {
+        let login = login();
+        login.error(refused(), "earlier");
+        let waiting = login.refusal();
+        assert!(tokio::time::timeout(std::time::Duration::from_millis(50), waiting).await.is_err(), "not this call's");
+        assert!(login.last_refusal().is_some_and(|said| said.ends_with(": earlier")));
+        login.worked();
+        assert_eq!(login.last_refusal(), None);
+    }
+}
