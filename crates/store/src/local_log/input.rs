@@ -10,6 +10,12 @@
 //! do not fit refuse the sink. The position of a topic the sink does not read now
 //! (left out of its config for a while) is kept as it was, mark and all: it is
 //! committed progress, and the topic goes on from there when it is back.
+//!
+//! A read goes to tokio's blocking pool (a runtime thread is shared by many
+//! connectors and must not wait on a file). So that the sink does not wait for that
+//! hop and the read each batch, the next batch of a topic is read ahead while the
+//! guest writes the one before (see [`Ahead`]): read, not handed over, so there is
+//! still one batch in the guest's hands, and the position moves only on commit.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -94,6 +100,7 @@ impl Input for LocalLogInput {
                     held_at: None,
                     read: checked.at,
                     committed: checked.at,
+                    ahead: None,
                 }
             })
             .collect();
@@ -147,6 +154,20 @@ struct TopicState {
     read: u64,
     /// The offset committed.
     committed: u64,
+    /// The read of the batch after the one handed over, under way.
+    ahead: Option<Ahead>,
+}
+
+/// A read under way on tokio's blocking pool.
+type Reading = tokio::task::JoinHandle<Result<Vec<Record>, crate::sqlite::StoreError>>;
+
+/// A read started ahead: at most `max` records from offset `from`. The log only grows
+/// at its end, so what it found is still what is there; only an empty answer may be
+/// stale (the topic may have grown since), and is read again.
+struct Ahead {
+    from: u64,
+    max: u32,
+    records: Reading,
 }
 
 #[async_trait]
@@ -183,6 +204,10 @@ impl Reader for LocalLogReader {
                 Read::Batch(batch, _) => end_of(batch),
                 Read::Unreadable(unreadable) => end_of(&unreadable.batch),
             };
+            if let (Read::Batch(..), Some(reader)) = (&read, &topic.reader) {
+                let (from, max) = (topic.read, budget.messages);
+                topic.ahead = Some(Ahead { from, max, records: start_read(reader.clone(), from, max) });
+            }
             return Ok(Some(read));
         }
         Ok(None)
@@ -237,11 +262,25 @@ async fn read(dir: &std::path::Path, topic: &mut TopicState, max: u32) -> Result
             topic.reader.insert(Arc::new(Mutex::new(opened))).clone()
         }
     };
-    let from = topic.read;
+    if let Some(ahead) = topic.ahead.take()
+        && (ahead.from, ahead.max) == (topic.read, max)
+    {
+        let records = finished(ahead.records).await?;
+        if !records.is_empty() {
+            return Ok(records);
+        }
+    }
+    finished(start_read(reader, topic.read, max)).await
+}
+
+/// At most `max` records from offset `from`, read on tokio's blocking pool.
+fn start_read(reader: Arc<Mutex<TopicReader>>, from: u64, max: u32) -> Reading {
     tokio::task::spawn_blocking(move || reader.lock().unwrap_or_else(|e| e.into_inner()).read(from, u64::from(max)))
-        .await
-        .map_err(|e| InputError(format!("the reading task failed: {e}")))?
-        .map_err(|e| InputError(e.to_string()))
+}
+
+/// What a read on the blocking pool found.
+async fn finished(read: Reading) -> Result<Vec<Record>, InputError> {
+    read.await.map_err(|e| InputError(format!("the reading task failed: {e}")))?.map_err(|e| InputError(e.to_string()))
 }
 
 /// Records of one topic as the batch a sink receives (the local log has one
@@ -293,5 +332,86 @@ fn unreadable(topic: &TopicState, record: Record, problem: String, skip_command:
             partition: 0,
             messages: vec![message_of(record, Vec::new())],
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::StateDir;
+    use ferry_config::StreamConfig;
+    use ferry_contract::Message;
+    use ferry_engine::delivery::{Delivery, Target};
+
+    const BUDGET: Budget = Budget { messages: 10, bytes: u64::MAX };
+
+    async fn append(log: &LocalLog, seqs: std::ops::Range<u32>) {
+        let messages = seqs
+            .map(|n| Message {
+                id: None,
+                headers: vec![],
+                payload: n.to_string().into_bytes().into(),
+                origin_timestamp: None,
+            })
+            .collect();
+        let streams = vec![StreamConfig::new("s", "t")].into();
+        log.deliver(Delivery { connector: "test".into(), streams, messages: Arc::new(messages), cursor: None })
+            .await
+            .unwrap();
+    }
+
+    fn offsets(read: Option<Read>) -> Vec<u64> {
+        match read {
+            Some(Read::Batch(batch, _)) => batch.messages.iter().map(|m| m.offset).collect(),
+            Some(Read::Unreadable(_)) => panic!("an unreadable record"),
+            None => Vec::new(),
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn batches_read_ahead_come_in_order_each_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = LocalLog::new(dir.path().join("log"));
+        append(&log, 0..25).await;
+        let positions = Arc::new(StateDir::new(dir.path().join("state")).open("k").unwrap());
+        let input = LocalLogInput::new("k", dir.path().join("log"), vec![("s".into(), "t".into())], positions);
+        let mut reader = input.open().await.unwrap();
+        for expected in [0..10, 10..20, 20..25] {
+            assert_eq!(offsets(reader.next(BUDGET).await.unwrap()), expected.collect::<Vec<_>>());
+        }
+        append(&log, 25..28).await;
+        assert_eq!(offsets(reader.next(BUDGET).await.unwrap()), (25..28).collect::<Vec<_>>());
+        assert_eq!(offsets(reader.next(BUDGET).await.unwrap()), Vec::<u64>::new(), "the end");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_read_ahead_that_found_nothing_or_another_place_is_not_taken() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = LocalLog::new(dir.path().join("log"));
+        append(&log, 0..5).await;
+        let reader = Arc::new(Mutex::new(TopicReader::open(&dir.path().join("log"), "s", "t").unwrap()));
+        let mut topic = TopicState {
+            stream: "s".into(),
+            topic: "t".into(),
+            reader: Some(reader),
+            log_id: None,
+            held_at: None,
+            read: 5,
+            committed: 5,
+            ahead: None,
+        };
+        // Read ahead at the topic's end, which has grown since: read again.
+        let found_nothing = tokio::task::spawn_blocking(|| Ok(Vec::new()));
+        topic.ahead = Some(Ahead { from: 5, max: 10, records: found_nothing });
+        append(&log, 5..8).await;
+        let records = read(&dir.path().join("log"), &mut topic, 10).await.unwrap();
+        assert_eq!(records.iter().map(|r| r.offset).collect::<Vec<_>>(), [5, 6, 7]);
+
+        // Read ahead from somewhere else than the topic's read position: not taken.
+        let elsewhere = tokio::task::spawn_blocking(|| Ok(Vec::new()));
+        topic.ahead = Some(Ahead { from: 2, max: 10, records: elsewhere });
+        let records = read(&dir.path().join("log"), &mut topic, 2).await.unwrap();
+        assert_eq!(records.iter().map(|r| r.offset).collect::<Vec<_>>(), [5, 6]);
+        assert!(topic.ahead.is_none(), "spent");
     }
 }
