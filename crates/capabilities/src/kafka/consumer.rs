@@ -159,8 +159,8 @@ pub async fn assign(
 /// How long one metadata request may wait before it is asked again.
 const METADATA_SLICE: Duration = Duration::from_secs(1);
 
-/// The metadata of `topic`, asked again every [`METADATA_SLICE`] while `budget`
-/// lasts, unless the login is refused: a request to a cluster that refuses it waits
+/// The metadata of `topic`, asked again each time a [`METADATA_SLICE`] is waited out
+/// while `budget` lasts, unless the login is refused: a request to a cluster that refuses it waits
 /// out its whole time-out (or fails as a transport failure).
 fn metadata(
     consumer: &StreamConsumer<Answers>,
@@ -170,9 +170,14 @@ fn metadata(
 ) -> KafkaResult<rdkafka::metadata::Metadata> {
     let until = std::time::Instant::now() + budget;
     loop {
-        let left = until.saturating_duration_since(std::time::Instant::now());
+        let asked = std::time::Instant::now();
+        let left = until.saturating_duration_since(asked);
         match consumer.fetch_metadata(Some(topic), left.min(METADATA_SLICE)) {
-            Err(_) if left > METADATA_SLICE && login.last_refusal().is_none() => continue,
+            // Asked again only after a slice waited out: a failure that comes at once
+            // (a transport failure) is the answer, not a reason to spin.
+            Err(_) if asked.elapsed() >= METADATA_SLICE && left > METADATA_SLICE && login.last_refusal().is_none() => {
+                continue;
+            }
             answer => return answer,
         }
     }
